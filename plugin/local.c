@@ -1,0 +1,65 @@
+/* srun, sbatch and salloc: options are checked and resolved here, before a
+ * job or step exists, so that bad input launches nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+/* The job script's policy (exported by the batch step, or by salloc) is the
+ * layer between the site's defaults and this command's flags. */
+static int job_layer(struct pm_opts *job, char *err, size_t errlen)
+{
+	const char *s = getenv(PM_ENV_JOB_OPTS);
+
+	pm_opts_init(job);
+	if (!s || !*s)
+		return 0;
+	return pm_opts_parse_str(job, s, PM_ENV_JOB_OPTS, err, errlen);
+}
+
+int pm_local_post_opt(spank_t sp)
+{
+	char err[PM_ERRLEN], buf[4096];
+	struct pm_opts job;
+	bool allocator = spank_context() == S_CTX_ALLOCATOR;
+
+	(void)sp;
+	if (job_layer(&job, err, sizeof(err))) {
+		pm_err("%s", err);
+		return -1;
+	}
+	if (pm_opts_resolve(&pm_g.resolved, &pm_g.site, allocator ? NULL : &job,
+			    &pm_g.flags, err, sizeof(err))) {
+		pm_err("%s", err);
+		return -1;
+	}
+
+	if (allocator) {
+		/* salloc's shell inherits this; a batch script gets it from the
+		 * batch step (Slurm drops spank options before its sruns). */
+		if (pm_g.flags.set) {
+			if (pm_opts_format(&pm_g.flags, buf, sizeof(buf)) == 0)
+				setenv(PM_ENV_JOB_OPTS, buf, 1);
+		}
+		return 0;
+	}
+
+	if (!pm_g.resolved.enabled) {
+		unsetenv(PM_ENV_STEP_OPTS);
+		return 0;
+	}
+	/* Every field, so that slurmstepd need not know the layers. */
+	pm_g.resolved.set = ~0u;
+	if (pm_opts_format(&pm_g.resolved, buf, sizeof(buf))) {
+		pm_err("options too long to pass to the step");
+		return -1;
+	}
+	if (setenv(PM_ENV_STEP_OPTS, buf, 1)) {
+		pm_err("setenv %s: %m", PM_ENV_STEP_OPTS);
+		return -1;
+	}
+	if (pm_g.resolved.verbose)
+		fprintf(stderr, PM_NAME ": step options: %s\n", buf);
+	return 0;
+}

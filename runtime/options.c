@@ -1,0 +1,539 @@
+#include "options.h"
+#include "checkspec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SECONDS 604800u /* a week: anything longer is a typo */
+
+const struct pm_optdesc pm_optdescs[] = {
+	{ "", NULL, "Supervise this step with procmgr (site defaults)" },
+	{ "restart", "never|on-failure[:N]|always[:N]",
+	  "Restart all ranks together when one fails (implies --procmgr)" },
+	{ "restart-delay", "SECONDS",
+	  "First delay before a restart; later ones double, capped at 60 s" },
+	{ "grace", "SECONDS", "Time between SIGTERM and SIGKILL when stopping ranks" },
+	{ "bind", "none|closest|LIST",
+	  "Bind each rank to its closest gpu,nic,cpu,mem (LIST: a subset)" },
+	{ "health", "LIST", "Node health checks: " PM_CHECK_GRAMMAR },
+	{ "health-interval", "SECONDS", "Re-run the health checks this often while running" },
+	{ "hang-timeout", "SECONDS",
+	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT)" },
+	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
+};
+const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
+
+void pm_opts_init(struct pm_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->restart = PM_RESTART_NEVER;
+	o->restart_max = -1;
+	o->grace_ms = PM_DEFAULT_GRACE_MS;
+	o->restart_delay_ms = PM_DEFAULT_DELAY_MS;
+}
+
+int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Seconds with up to three decimals: "10", "0.5". No exponent, no sign. */
+int pm_parse_seconds(const char *s, unsigned *ms)
+{
+	unsigned long whole = 0, frac = 0;
+	int fdigits = 0;
+	const char *p = s;
+
+	if (!s || !isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		whole = whole * 10 + (unsigned long)(*p - '0');
+		if (whole > MAX_SECONDS)
+			return -1;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		for (; isdigit((unsigned char)*p); p++) {
+			if (++fdigits > 3)
+				return -1;
+			frac = frac * 10 + (unsigned long)(*p - '0');
+		}
+		for (; fdigits < 3; fdigits++)
+			frac *= 10;
+	}
+	if (*p)
+		return -1;
+	*ms = (unsigned)(whole * 1000 + frac);
+	return 0;
+}
+
+const char *pm_restart_name(enum pm_restart_mode m)
+{
+	switch (m) {
+	case PM_RESTART_NEVER: return "never";
+	case PM_RESTART_ON_FAILURE: return "on-failure";
+	case PM_RESTART_ALWAYS: return "always";
+	}
+	return "?";
+}
+
+int pm_parse_restart(const char *s, enum pm_restart_mode *m, int *max)
+{
+	const char *colon;
+	size_t n;
+	unsigned v;
+
+	if (!s)
+		return -1;
+	if (!strcmp(s, "never")) {
+		*m = PM_RESTART_NEVER;
+		*max = 0;
+		return 0;
+	}
+	colon = strchr(s, ':');
+	n = colon ? (size_t)(colon - s) : strlen(s);
+	if (n == 10 && !strncmp(s, "on-failure", n))
+		*m = PM_RESTART_ON_FAILURE;
+	else if (n == 6 && !strncmp(s, "always", n))
+		*m = PM_RESTART_ALWAYS;
+	else
+		return -1;
+	if (!colon) {
+		*max = -1;
+		return 0;
+	}
+	if (pm_parse_uint(colon + 1, 0, 1000000, &v))
+		return -1;
+	*max = (int)v;
+	return 0;
+}
+
+static const char *const bind_names[] = { "gpu", "nic", "cpu", "mem" };
+
+int pm_parse_bind(const char *s, unsigned *mask)
+{
+	char buf[64], *save = NULL, *tok;
+	unsigned m = 0;
+
+	if (!s || !*s)
+		return -1;
+	if (!strcmp(s, "none")) {
+		*mask = 0;
+		return 0;
+	}
+	if (!strcmp(s, "closest")) {
+		*mask = PM_BIND_ALL;
+		return 0;
+	}
+	if (strlen(s) >= sizeof(buf) || s[0] == ',' || s[strlen(s) - 1] == ',' ||
+	    strstr(s, ",,"))
+		return -1;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < 4; i++)
+			if (!strcmp(tok, bind_names[i]))
+				break;
+		if (i == 4)
+			return -1;
+		m |= 1u << i;
+	}
+	*mask = m;
+	return 0;
+}
+
+int pm_format_bind(unsigned mask, char *buf, size_t len)
+{
+	size_t off = 0;
+	int i;
+
+	if (mask == 0)
+		return snprintf(buf, len, "none") >= (int)len ? -1 : 0;
+	if (mask == PM_BIND_ALL)
+		return snprintf(buf, len, "closest") >= (int)len ? -1 : 0;
+	buf[0] = '\0';
+	for (i = 0; i < 4; i++) {
+		int n;
+		if (!(mask & (1u << i)))
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s", off ? "," : "", bind_names[i]);
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *name, const char *value,
+	       const char *allowed)
+{
+	snprintf(err, errlen, "invalid value '%s' for --procmgr%s%s: expected %s",
+		 value ? value : "", *name ? "-" : "", name, allowed);
+	return -1;
+}
+
+int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
+		 char *err, size_t errlen)
+{
+	o->enabled = true;
+	o->set |= PM_SET_ENABLED;
+
+	if (!strcmp(name, "")) {
+		return 0;
+	} else if (!strcmp(name, "verbose")) {
+		o->verbose = true;
+		o->set |= PM_SET_VERBOSE;
+		return 0;
+	} else if (!strcmp(name, "restart")) {
+		if (pm_parse_restart(value, &o->restart, &o->restart_max))
+			return bad(err, errlen, name, value,
+				   "never, on-failure[:N] or always[:N] (N a whole number of restarts)");
+		o->set |= PM_SET_RESTART;
+	} else if (!strcmp(name, "restart-delay")) {
+		if (pm_parse_seconds(value, &o->restart_delay_ms) ||
+		    o->restart_delay_ms > PM_MAX_DELAY_MS)
+			return bad(err, errlen, name, value,
+				   "seconds from 0 to 60, up to 3 decimals (e.g. 0.5)");
+		o->set |= PM_SET_DELAY;
+	} else if (!strcmp(name, "grace")) {
+		if (pm_parse_seconds(value, &o->grace_ms) || o->grace_ms > 3600000)
+			return bad(err, errlen, name, value,
+				   "seconds from 0 to 3600, up to 3 decimals (e.g. 10)");
+		o->set |= PM_SET_GRACE;
+	} else if (!strcmp(name, "bind")) {
+		if (pm_parse_bind(value, &o->bind))
+			return bad(err, errlen, name, value,
+				   "none, closest, or a comma-separated list of gpu,nic,cpu,mem");
+		o->set |= PM_SET_BIND;
+	} else if (!strcmp(name, "health")) {
+		char why[PM_ERRLEN];
+		if (!value || !*value || strlen(value) >= sizeof(o->health) ||
+		    pm_checks_parse(value, NULL, 0, why, sizeof(why)) < 0) {
+			if (!value || !*value)
+				snprintf(why, sizeof(why), "an empty list");
+			snprintf(err, errlen, "invalid value '%s' for --procmgr-health: %s",
+				 value ? value : "", why);
+			return -1;
+		}
+		strcpy(o->health, value);
+		o->set |= PM_SET_HEALTH;
+	} else if (!strcmp(name, "health-interval")) {
+		if (pm_parse_seconds(value, &o->health_interval_ms) ||
+		    (o->health_interval_ms && o->health_interval_ms < 1000))
+			return bad(err, errlen, name, value,
+				   "0 (off) or seconds from 1 to 604800");
+		o->set |= PM_SET_HEALTH_INTERVAL;
+	} else if (!strcmp(name, "hang-timeout")) {
+		if (pm_parse_seconds(value, &o->hang_timeout_ms) ||
+		    (o->hang_timeout_ms && o->hang_timeout_ms < 100))
+			return bad(err, errlen, name, value,
+				   "0 (off) or seconds from 0.1 to 604800");
+		o->set |= PM_SET_HANG;
+	} else {
+		snprintf(err, errlen, "unknown option '%s'", name);
+		return -1;
+	}
+	return 0;
+}
+
+int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
+		      char *err, size_t errlen)
+{
+	char buf[4096], *save = NULL, *tok;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "%s is too long", what);
+		return -1;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '=');
+		char why[PM_ERRLEN];
+		if (eq)
+			*eq = '\0';
+		if (!strcmp(tok, "procmgr"))
+			tok[0] = '\0';
+		if ((eq == NULL) != (!*tok || !strcmp(tok, "verbose")) ||
+		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
+			if (eq == NULL && *tok && strcmp(tok, "verbose"))
+				snprintf(why, sizeof(why), "'%s' needs a value", tok);
+			snprintf(err, errlen, "%s: %s", what, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int put(char *buf, size_t len, size_t *off, const char *fmt, const char *a,
+	       const char *b)
+{
+	int n = snprintf(buf + *off, len - *off, fmt, *off ? " " : "", a, b);
+	if (n < 0 || (size_t)n >= len - *off)
+		return -1;
+	*off += (size_t)n;
+	return 0;
+}
+
+static void fmt_seconds(unsigned ms, char *buf, size_t len)
+{
+	if (ms % 1000)
+		snprintf(buf, len, "%u.%03u", ms / 1000, ms % 1000);
+	else
+		snprintf(buf, len, "%u", ms / 1000);
+}
+
+int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
+{
+	size_t off = 0;
+	char v[64];
+
+	buf[0] = '\0';
+	if (o->enabled && put(buf, len, &off, "%s%s%s", "procmgr", ""))
+		return -1;
+	if (o->set & PM_SET_RESTART) {
+		if (o->restart == PM_RESTART_NEVER || o->restart_max < 0)
+			snprintf(v, sizeof(v), "%s", pm_restart_name(o->restart));
+		else
+			snprintf(v, sizeof(v), "%s:%d", pm_restart_name(o->restart),
+				 o->restart_max);
+		if (put(buf, len, &off, "%srestart=%s%s", v, ""))
+			return -1;
+	}
+	if (o->set & PM_SET_DELAY) {
+		fmt_seconds(o->restart_delay_ms, v, sizeof(v));
+		if (put(buf, len, &off, "%srestart-delay=%s%s", v, ""))
+			return -1;
+	}
+	if (o->set & PM_SET_GRACE) {
+		fmt_seconds(o->grace_ms, v, sizeof(v));
+		if (put(buf, len, &off, "%sgrace=%s%s", v, ""))
+			return -1;
+	}
+	if (o->set & PM_SET_BIND) {
+		if (pm_format_bind(o->bind, v, sizeof(v)) ||
+		    put(buf, len, &off, "%sbind=%s%s", v, ""))
+			return -1;
+	}
+	if ((o->set & PM_SET_HEALTH) && o->health[0] &&
+	    put(buf, len, &off, "%shealth=%s%s", o->health, ""))
+		return -1;
+	if (o->set & PM_SET_HEALTH_INTERVAL) {
+		fmt_seconds(o->health_interval_ms, v, sizeof(v));
+		if (put(buf, len, &off, "%shealth-interval=%s%s", v, ""))
+			return -1;
+	}
+	if (o->set & PM_SET_HANG) {
+		fmt_seconds(o->hang_timeout_ms, v, sizeof(v));
+		if (put(buf, len, &off, "%shang-timeout=%s%s", v, ""))
+			return -1;
+	}
+	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
+	    put(buf, len, &off, "%s%s%s", "verbose", ""))
+		return -1;
+	return 0;
+}
+
+void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
+{
+	if (l->set & PM_SET_ENABLED)
+		dst->enabled = dst->enabled || l->enabled;
+	if (l->set & PM_SET_RESTART) {
+		dst->restart = l->restart;
+		dst->restart_max = l->restart_max;
+	}
+	if (l->set & PM_SET_DELAY)
+		dst->restart_delay_ms = l->restart_delay_ms;
+	if (l->set & PM_SET_GRACE)
+		dst->grace_ms = l->grace_ms;
+	if (l->set & PM_SET_BIND)
+		dst->bind = l->bind;
+	if (l->set & PM_SET_HEALTH)
+		strcpy(dst->health, l->health);
+	if (l->set & PM_SET_HEALTH_INTERVAL)
+		dst->health_interval_ms = l->health_interval_ms;
+	if (l->set & PM_SET_HANG)
+		dst->hang_timeout_ms = l->hang_timeout_ms;
+	if (l->set & PM_SET_VERBOSE)
+		dst->verbose = l->verbose;
+	dst->set |= l->set;
+}
+
+void pm_site_init(struct pm_site *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->runtime, sizeof(s->runtime), "%s/procmgrd", PM_LIBEXECDIR);
+	pm_opts_init(&s->defaults);
+	s->defaults.restart = PM_RESTART_NEVER;
+	s->defaults.restart_max = 0;
+	s->max_restarts = PM_DEFAULT_MAX_RESTARTS;
+	s->fanout = PM_DEFAULT_FANOUT;
+	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
+}
+
+static int site_bad(char *err, size_t errlen, const char *file, const char *key,
+		    const char *value, const char *allowed)
+{
+	snprintf(err, errlen, "%s: bad value '%s' for key '%s': expected %s", file,
+		 value, key, allowed);
+	return -1;
+}
+
+int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
+		  char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		char key[64];
+		const char *eq = strchr(argv[i], '=');
+		const char *v;
+		size_t klen;
+		char why[PM_ERRLEN];
+
+		if (!eq || eq == argv[i]) {
+			snprintf(err, errlen,
+				 "%s: argument '%s' is not key=value (keys: runtime, "
+				 "default_restart, max_restarts, default_bind, health, drain, "
+				 "ports, fanout, state_dir, topology)", file, argv[i]);
+			return -1;
+		}
+		klen = (size_t)(eq - argv[i]);
+		if (klen >= sizeof(key))
+			klen = sizeof(key) - 1;
+		memcpy(key, argv[i], klen);
+		key[klen] = '\0';
+		v = eq + 1;
+
+		if (!strcmp(key, "runtime") || !strcmp(key, "state_dir") ||
+		    !strcmp(key, "topology")) {
+			char *dst = !strcmp(key, "runtime") ? s->runtime :
+				    !strcmp(key, "state_dir") ? s->state_dir : s->topology;
+			if (v[0] != '/' || strlen(v) >= PATH_MAX)
+				return site_bad(err, errlen, file, key, v, "an absolute path");
+			strcpy(dst, v);
+		} else if (!strcmp(key, "default_restart")) {
+			if (pm_opt_parse(&s->defaults, "restart", v, why, sizeof(why)))
+				return site_bad(err, errlen, file, key, v,
+						"never, on-failure[:N] or always[:N]");
+		} else if (!strcmp(key, "max_restarts")) {
+			unsigned n;
+			if (pm_parse_uint(v, 0, 1000000, &n))
+				return site_bad(err, errlen, file, key, v,
+						"a whole number from 0 to 1000000");
+			s->max_restarts = (int)n;
+		} else if (!strcmp(key, "default_bind")) {
+			if (pm_opt_parse(&s->defaults, "bind", v, why, sizeof(why)))
+				return site_bad(err, errlen, file, key, v,
+						"none, closest or a list of gpu,nic,cpu,mem");
+		} else if (!strcmp(key, "default_grace")) {
+			if (pm_opt_parse(&s->defaults, "grace", v, why, sizeof(why)))
+				return site_bad(err, errlen, file, key, v, "seconds from 0 to 3600");
+		} else if (!strcmp(key, "health")) {
+			if (strlen(v) >= sizeof(s->health) ||
+			    pm_checks_parse(v, NULL, 0, why, sizeof(why)) < 0)
+				return site_bad(err, errlen, file, key, v, PM_CHECK_GRAMMAR);
+			strcpy(s->health, v);
+		} else if (!strcmp(key, "drain")) {
+			if (strcmp(v, "yes") && strcmp(v, "no"))
+				return site_bad(err, errlen, file, key, v, "yes or no");
+			s->drain = !strcmp(v, "yes");
+		} else if (!strcmp(key, "ports")) {
+			unsigned lo, hi;
+			char lo_s[16], hi_s[16];
+			const char *dash = strchr(v, '-');
+			if (!dash || (size_t)(dash - v) >= sizeof(lo_s) ||
+			    strlen(dash + 1) >= sizeof(hi_s))
+				return site_bad(err, errlen, file, key, v,
+						"LO-HI, two ports from 1024 to 65535, LO < HI");
+			memcpy(lo_s, v, (size_t)(dash - v));
+			lo_s[dash - v] = '\0';
+			strcpy(hi_s, dash + 1);
+			if (pm_parse_uint(lo_s, 1024, 65535, &lo) ||
+			    pm_parse_uint(hi_s, 1024, 65535, &hi) || lo >= hi)
+				return site_bad(err, errlen, file, key, v,
+						"LO-HI, two ports from 1024 to 65535, LO < HI");
+			s->port_lo = lo;
+			s->port_hi = hi;
+		} else if (!strcmp(key, "fanout")) {
+			if (pm_parse_uint(v, 2, 1024, &s->fanout))
+				return site_bad(err, errlen, file, key, v,
+						"a whole number from 2 to 1024");
+		} else {
+			snprintf(err, errlen,
+				 "%s: unknown key '%s' (value '%s'); keys: runtime, "
+				 "default_restart, max_restarts, default_bind, default_grace, "
+				 "health, drain, ports, fanout, state_dir, topology",
+				 file, key, v);
+			return -1;
+		}
+	}
+	if (s->defaults.restart != PM_RESTART_NEVER &&
+	    s->defaults.restart_max > s->max_restarts) {
+		snprintf(err, errlen,
+			 "%s: default_restart=%s:%d exceeds max_restarts=%d", file,
+			 pm_restart_name(s->defaults.restart), s->defaults.restart_max,
+			 s->max_restarts);
+		return -1;
+	}
+	return 0;
+}
+
+int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
+		    const struct pm_opts *job, const struct pm_opts *step,
+		    char *err, size_t errlen)
+{
+	char merged[PM_LIST_MAX];
+
+	*out = site->defaults;
+	out->set = 0;
+	out->enabled = false;
+	if (job)
+		pm_opts_overlay(out, job);
+	if (step)
+		pm_opts_overlay(out, step);
+
+	if (out->restart == PM_RESTART_NEVER) {
+		out->restart_max = 0;
+	} else if (out->restart_max < 0) {
+		/* No count asked for: a sensible one, within the cap. */
+		out->restart_max = PM_DEFAULT_RESTARTS < site->max_restarts ?
+					   PM_DEFAULT_RESTARTS : site->max_restarts;
+	} else if (out->restart_max > site->max_restarts) {
+		snprintf(err, errlen,
+			 "--procmgr-restart=%s:%d asks for more restarts than this site "
+			 "allows (max_restarts=%d)",
+			 pm_restart_name(out->restart), out->restart_max,
+			 site->max_restarts);
+		return -1;
+	}
+
+	/* The site's checks always run; the user's come on top. */
+	if (site->health[0]) {
+		int n;
+		if (out->health[0])
+			n = snprintf(merged, sizeof(merged), "%s,%s", site->health, out->health);
+		else
+			n = snprintf(merged, sizeof(merged), "%s", site->health);
+		if (n < 0 || (size_t)n >= sizeof(merged)) {
+			snprintf(err, errlen, "health check list is too long");
+			return -1;
+		}
+		strcpy(out->health, merged);
+	}
+	return 0;
+}

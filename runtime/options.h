@@ -1,0 +1,120 @@
+/* User options and site configuration: parsing, validation and precedence.
+ * Pure logic, no I/O: the plugin, procmgrd and the tests share it. */
+#ifndef PM_OPTIONS_H
+#define PM_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <limits.h>
+
+#define PM_ERRLEN 512
+#define PM_LIST_MAX 1024
+
+enum pm_restart_mode {
+	PM_RESTART_NEVER = 0,
+	PM_RESTART_ON_FAILURE,
+	PM_RESTART_ALWAYS,
+};
+
+/* Which parts a rank is bound to. */
+enum {
+	PM_BIND_GPU = 1u << 0,
+	PM_BIND_NIC = 1u << 1,
+	PM_BIND_CPU = 1u << 2,
+	PM_BIND_MEM = 1u << 3,
+	PM_BIND_ALL = 0xfu,
+};
+
+/* Which fields of a layer of options were given: a later layer only
+ * overrides what it sets. */
+enum {
+	PM_SET_ENABLED = 1u << 0,
+	PM_SET_RESTART = 1u << 1,
+	PM_SET_DELAY = 1u << 2,
+	PM_SET_GRACE = 1u << 3,
+	PM_SET_BIND = 1u << 4,
+	PM_SET_HEALTH = 1u << 5,
+	PM_SET_HEALTH_INTERVAL = 1u << 6,
+	PM_SET_HANG = 1u << 7,
+	PM_SET_VERBOSE = 1u << 8,
+};
+
+/* One layer of user options (site default, job script, srun flags) or the
+ * resolved result. Durations are in milliseconds. */
+struct pm_opts {
+	unsigned set;
+	bool enabled;
+	enum pm_restart_mode restart;
+	int restart_max; /* -1: not given ("on-failure" alone) */
+	unsigned restart_delay_ms;
+	unsigned grace_ms;
+	unsigned bind;
+	char health[PM_LIST_MAX]; /* validated check list, "" for none */
+	unsigned health_interval_ms; /* 0: no periodic checks */
+	unsigned hang_timeout_ms;    /* 0: no hang detection */
+	bool verbose;
+};
+
+/* The site's plugstack.conf arguments. */
+struct pm_site {
+	char runtime[PATH_MAX];   /* procmgrd */
+	struct pm_opts defaults;  /* default_restart, default_bind, ... */
+	int max_restarts;         /* cap that no user can exceed */
+	char health[PM_LIST_MAX]; /* checks that always run */
+	bool drain;
+	unsigned port_lo, port_hi; /* 0, 0: use the step's reserved ports */
+	unsigned fanout;
+	char state_dir[PATH_MAX];
+	char topology[PATH_MAX]; /* hwloc XML, "" for live discovery */
+};
+
+#define PM_DEFAULT_RESTARTS 3
+#define PM_DEFAULT_MAX_RESTARTS 10
+#define PM_DEFAULT_GRACE_MS 10000
+#define PM_DEFAULT_DELAY_MS 0
+#define PM_MAX_DELAY_MS 60000 /* cap of the exponential backoff */
+#define PM_DEFAULT_FANOUT 32
+
+/* The user options, by name without the "procmgr-" prefix ("" is the bare
+ * --procmgr). Each entry's help text is what srun --help shows. */
+struct pm_optdesc {
+	const char *name;
+	const char *arginfo; /* NULL: takes no argument */
+	const char *usage;
+};
+extern const struct pm_optdesc pm_optdescs[];
+extern const size_t pm_noptdescs;
+
+void pm_opts_init(struct pm_opts *o);
+/* Parse one user option into o. On error, err says which option, which
+ * value and what is allowed. */
+int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
+		 char *err, size_t errlen);
+/* Layers: "name=value" tokens separated by spaces, as pm_opts_format writes
+ * them; the way options travel in the environment. */
+int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
+		      char *err, size_t errlen);
+int pm_opts_format(const struct pm_opts *o, char *buf, size_t len);
+/* Overlay the fields that layer sets onto dst. */
+void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *layer);
+
+void pm_site_init(struct pm_site *s);
+/* Parse plugstack.conf arguments; file names the file in messages. */
+int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
+		  char *err, size_t errlen);
+
+/* Site default < job script < srun flags < site cap. Fills out, or says why
+ * the request is refused. */
+int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
+		    const struct pm_opts *job, const struct pm_opts *step,
+		    char *err, size_t errlen);
+
+/* Value parsers shared with the other modules. */
+int pm_parse_seconds(const char *s, unsigned *ms);
+int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out);
+int pm_parse_bind(const char *s, unsigned *mask);
+int pm_parse_restart(const char *s, enum pm_restart_mode *m, int *max);
+const char *pm_restart_name(enum pm_restart_mode m);
+int pm_format_bind(unsigned mask, char *buf, size_t len);
+
+#endif
