@@ -17,7 +17,7 @@ const struct pm_optdesc pm_optdescs[] = {
 	  "First delay before a restart; later ones double, capped at 60 s" },
 	{ "grace", "SECONDS", "Time between SIGTERM and SIGKILL when stopping ranks" },
 	{ "bind", "none|closest|LIST",
-	  "Bind each rank to its closest gpu,nic,cpu,mem (LIST: a subset)" },
+	  "Bind each rank to its closest gpu,nic,cpu,mem (LIST: a subset; mem-strict for a strict memory policy)" },
 	{ "health", "LIST", "Node health checks: " PM_CHECK_GRAMMAR },
 	{ "health-interval", "SECONDS", "Re-run the health checks this often while running" },
 	{ "hang-timeout", "SECONDS",
@@ -123,7 +123,8 @@ int pm_parse_restart(const char *s, enum pm_restart_mode *m, int *max)
 	return 0;
 }
 
-static const char *const bind_names[] = { "gpu", "nic", "cpu", "mem" };
+static const char *const bind_names[] = { "gpu", "nic", "cpu", "mem", "mem-strict" };
+#define NBIND 5
 
 int pm_parse_bind(const char *s, unsigned *mask)
 {
@@ -146,12 +147,18 @@ int pm_parse_bind(const char *s, unsigned *mask)
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t i;
-		for (i = 0; i < 4; i++)
+		if (!strcmp(tok, "closest")) {
+			m |= PM_BIND_ALL;
+			continue;
+		}
+		for (i = 0; i < NBIND; i++)
 			if (!strcmp(tok, bind_names[i]))
 				break;
-		if (i == 4)
+		if (i == NBIND)
 			return -1;
 		m |= 1u << i;
+		if (m & PM_BIND_MEM_STRICT)
+			m |= PM_BIND_MEM;
 	}
 	*mask = m;
 	return 0;
@@ -167,9 +174,10 @@ int pm_format_bind(unsigned mask, char *buf, size_t len)
 	if (mask == PM_BIND_ALL)
 		return snprintf(buf, len, "closest") >= (int)len ? -1 : 0;
 	buf[0] = '\0';
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < NBIND; i++) {
 		int n;
-		if (!(mask & (1u << i)))
+		if (!(mask & (1u << i)) ||
+		    (i == 3 && (mask & PM_BIND_MEM_STRICT))) /* mem-strict says it */
 			continue;
 		n = snprintf(buf + off, len - off, "%s%s", off ? "," : "", bind_names[i]);
 		if (n < 0 || (size_t)n >= len - off)
@@ -218,7 +226,7 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 	} else if (!strcmp(name, "bind")) {
 		if (pm_parse_bind(value, &o->bind))
 			return bad(err, errlen, name, value,
-				   "none, closest, or a comma-separated list of gpu,nic,cpu,mem");
+				   "none, closest, or a comma-separated list of gpu,nic,cpu,mem,mem-strict,closest");
 		o->set |= PM_SET_BIND;
 	} else if (!strcmp(name, "health")) {
 		char why[PM_ERRLEN];

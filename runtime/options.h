@@ -23,6 +23,7 @@ enum {
 	PM_BIND_CPU = 1u << 2,
 	PM_BIND_MEM = 1u << 3,
 	PM_BIND_ALL = 0xfu,
+	PM_BIND_MEM_STRICT = 1u << 4, /* strict memory policy instead of preferred */
 };
 
 /* Which fields of a layer of options were given: a later layer only

@@ -1,0 +1,9 @@
+/* Subcommands of the procmgr command, one file each (cmd_*.c). Each takes
+ * the arguments after its name and returns the process exit code. */
+#ifndef PM_CMD_H
+#define PM_CMD_H
+
+int pm_cmd_bind(int argc, char **argv);   /* cmd_bind.c */
+int pm_cmd_health(int argc, char **argv); /* cmd_health.c */
+
+#endif
