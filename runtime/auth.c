@@ -1,0 +1,71 @@
+#include "auth.h"
+
+#include <munge.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pm_auth_payload(char *buf, size_t len, unsigned job, unsigned step)
+{
+	snprintf(buf, len, "procmgr-tree v1 job=%u step=%u", job, step);
+}
+
+static munge_ctx_t ctx_for(const char *socket, char *err, size_t errlen)
+{
+	munge_ctx_t ctx = munge_ctx_create();
+
+	if (!ctx) {
+		snprintf(err, errlen, "munge_ctx_create failed");
+		return NULL;
+	}
+	if (socket && *socket &&
+	    munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
+		snprintf(err, errlen, "munge socket %s: %s", socket, munge_ctx_strerror(ctx));
+		munge_ctx_destroy(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+int pm_auth_encode(const char *socket, const char *payload, char **cred,
+		   char *err, size_t errlen)
+{
+	munge_ctx_t ctx = ctx_for(socket, err, errlen);
+	munge_err_t e;
+
+	if (!ctx)
+		return -1;
+	e = munge_encode(cred, ctx, payload, (int)strlen(payload));
+	if (e != EMUNGE_SUCCESS)
+		snprintf(err, errlen, "munge_encode: %s", munge_ctx_strerror(ctx));
+	munge_ctx_destroy(ctx);
+	return e == EMUNGE_SUCCESS ? 0 : -1;
+}
+
+int pm_auth_verify(const char *socket, const char *cred, uid_t uid,
+		   const char *payload, char *err, size_t errlen)
+{
+	munge_ctx_t ctx = ctx_for(socket, err, errlen);
+	void *buf = NULL;
+	int len = 0, rc = -1;
+	uid_t cuid;
+	gid_t cgid;
+	munge_err_t e;
+
+	if (!ctx)
+		return -1;
+	e = munge_decode(cred, ctx, &buf, &len, &cuid, &cgid);
+	if (e != EMUNGE_SUCCESS)
+		snprintf(err, errlen, "invalid munge credential: %s", munge_ctx_strerror(ctx));
+	else if (cuid != uid)
+		snprintf(err, errlen, "credential of uid %u, not the job's user (uid %u)",
+			 (unsigned)cuid, (unsigned)uid);
+	else if ((size_t)len != strlen(payload) || memcmp(buf, payload, (size_t)len))
+		snprintf(err, errlen, "credential for another job or step ('%.*s')",
+			 len > 80 ? 80 : len, buf ? (char *)buf : "");
+	else
+		rc = 0;
+	free(buf);
+	munge_ctx_destroy(ctx);
+	return rc;
+}

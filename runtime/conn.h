@@ -1,0 +1,42 @@
+/* A framed, non-blocking connection in the event loop: whole messages in,
+ * whole messages out, whatever the socket does. */
+#ifndef PM_CONN_H
+#define PM_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+#include "wire.h"
+
+struct pm_conn;
+typedef void (*pm_msg_fn)(struct pm_conn *c, const struct pm_msg *m);
+/* why: NULL for an orderly close by the peer. The callback may free c. */
+typedef void (*pm_close_fn)(struct pm_conn *c, const char *why);
+
+struct pm_conn {
+	struct pm_watch w; /* w.arg is the owner's */
+	struct pm_loop *loop;
+	uint8_t *in;
+	size_t in_len, in_cap;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	pm_msg_fn on_msg;
+	pm_close_fn on_close;
+	bool dead;
+	const char *drop_why;
+	int id; /* the owner's: node id, local rank */
+};
+
+/* Takes ownership of fd (made non-blocking). */
+struct pm_conn *pm_conn_new(struct pm_loop *l, int fd, pm_msg_fn on_msg,
+			    pm_close_fn on_close, void *arg);
+int pm_conn_send(struct pm_conn *c, const struct pm_msg *m);
+/* From inside on_msg: stop reading; on_close follows with why. */
+void pm_conn_drop(struct pm_conn *c, const char *why);
+/* Close now (after trying to flush what is queued) and free. Only from
+ * on_close or outside the connection's callbacks. */
+void pm_conn_free(struct pm_conn *c);
+
+#endif

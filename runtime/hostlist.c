@@ -1,0 +1,75 @@
+#include "hostlist.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pm_hostlist_first(const char *list, char *buf, size_t len)
+{
+	size_t o = 0;
+	const char *p = list;
+
+	if (!list || !*list)
+		return -1;
+	while (*p && *p != ',' && *p != '[') {
+		if (o + 1 >= len)
+			return -1;
+		buf[o++] = *p++;
+	}
+	if (*p == '[') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		while (isdigit((unsigned char)*p)) {
+			if (o + 1 >= len)
+				return -1;
+			buf[o++] = *p++;
+		}
+		if (*p != '-' && *p != ',' && *p != ']')
+			return -1;
+		p = strchr(p, ']');
+		if (!p)
+			return -1;
+		p++;
+		/* A suffix after the range ("n[1-2]-ib") belongs to every host. */
+		while (*p && *p != ',') {
+			if (*p == '[' || o + 1 >= len)
+				return -1;
+			buf[o++] = *p++;
+		}
+	}
+	if (o == 0)
+		return -1;
+	buf[o] = '\0';
+	return 0;
+}
+
+int pm_ports_parse(const char *s, unsigned *first, unsigned *count)
+{
+	unsigned n = 0, lo;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	lo = (unsigned)strtoul(s, &end, 10);
+	*first = lo;
+	while (1) {
+		unsigned a = (unsigned)strtoul(s, &end, 10), b = a;
+		if (end == s || a == 0 || a > 65535)
+			return -1;
+		if (*end == '-') {
+			s = end + 1;
+			b = (unsigned)strtoul(s, &end, 10);
+			if (end == s || b < a || b > 65535)
+				return -1;
+		}
+		n += b - a + 1;
+		if (*end == '\0')
+			break;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+	*count = n;
+	return 0;
+}

@@ -1,0 +1,431 @@
+/* procmgrd: one per node per step, started by procmgr.so, running as the
+ * job's user. Supervises this node's ranks and joins the step's control
+ * tree. Everything is an event on one epoll loop. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "step.h"
+#include "tree.h"
+
+struct daemon {
+	struct pm_loop loop;
+	struct pm_step step;
+	char rundir[PATH_MAX];
+	char sock_path[PATH_MAX];
+	unsigned port;
+	int ready_fd;
+	pid_t watch_pid;
+	struct pm_watch unix_w, tcp_w, sig_w, pid_w, connect_w, retry_w;
+	struct sockaddr_storage parent_addr;
+	socklen_t parent_addrlen;
+	unsigned retry_ms;
+	uint64_t connect_deadline;
+};
+
+static int resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
+		   socklen_t *len, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char ports[16];
+	int rc;
+
+	snprintf(ports, sizeof(ports), "%u", port);
+	rc = getaddrinfo(host, ports, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve node %s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
+{
+	hostlist_t hl = slurm_hostlist_create(list);
+	char *h, **names;
+	int n = 0, cap;
+
+	if (!hl) {
+		snprintf(err, errlen, "bad node list '%s'", list);
+		return -1;
+	}
+	cap = slurm_hostlist_count(hl);
+	names = calloc((size_t)cap + 1, sizeof(*names));
+	while (names && (h = slurm_hostlist_shift(hl)) && n < cap) {
+		names[n++] = strdup(h);
+		free(h);
+	}
+	slurm_hostlist_destroy(hl);
+	if (!names || n == 0) {
+		snprintf(err, errlen, "empty node list '%s'", list);
+		free(names);
+		return -1;
+	}
+	*out = names;
+	return n;
+}
+
+/* ---- listening sockets ---- */
+
+static void on_unix(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	int fd;
+	(void)l;
+	(void)ev;
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		pm_step_rank_conn(&d->step, fd);
+}
+
+static void on_tcp(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	int fd;
+	(void)l;
+	(void)ev;
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		pm_step_tree_conn(&d->step, fd);
+}
+
+static int listen_unix(struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(d->sock_path) >= sizeof(sa.sun_path)) {
+		pm_log(&d->step, "socket path too long: %s", d->sock_path);
+		return -1;
+	}
+	strcpy(sa.sun_path, d->sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(d->sock_path, 0600) || listen(fd, 128)) {
+		pm_log(&d->step, "unix socket %s: %m", d->sock_path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	d->unix_w = (struct pm_watch){ .fd = fd, .fn = on_unix, .arg = d };
+	return pm_loop_add(&d->loop, &d->unix_w, EPOLLIN);
+}
+
+static int listen_tcp(struct daemon *d)
+{
+	struct pm_step *s = &d->step;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char err[256];
+	int fd, one = 1;
+
+	if (resolve(s->names[s->node], d->port, &ss, &len, err, sizeof(err))) {
+		pm_log(s, "%s", err);
+		return -1;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 1024)) {
+		pm_log(s, "control port %s:%u: %m", s->names[s->node], d->port);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	d->tcp_w = (struct pm_watch){ .fd = fd, .fn = on_tcp, .arg = d };
+	return pm_loop_add(&d->loop, &d->tcp_w, EPOLLIN);
+}
+
+/* ---- the connection to the parent: non-blocking, retried until the
+ * parent's procmgrd listens (nodes start in any order) ---- */
+
+static void try_connect(struct daemon *d);
+
+static void on_retry(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	(void)l;
+	(void)ev;
+	pm_timer_ack(w->fd);
+	try_connect(w->arg);
+}
+
+static void connect_failed(struct daemon *d, int e)
+{
+	char text[512];
+	struct pm_step *s = &d->step;
+	int p = pm_tree_parent(s->node, s->fanout);
+
+	if (pm_now_ms() >= d->connect_deadline) {
+		snprintf(text, sizeof(text),
+			 "procmgr: cannot reach node %s's procmgrd on port %u: %s",
+			 s->names[p], d->port, strerror(e));
+		pm_step_abort_local(s, text);
+		return;
+	}
+	d->retry_ms = d->retry_ms ? (d->retry_ms * 2 > 500 ? 500 : d->retry_ms * 2) : 10;
+	pm_timer_set(d->retry_w.fd, d->retry_ms, 0);
+}
+
+static void on_connected(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	int e = 0;
+	socklen_t len = sizeof(e);
+	(void)ev;
+
+	pm_loop_del(l, w);
+	getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &len);
+	if (e) {
+		close(w->fd);
+		connect_failed(d, e);
+		return;
+	}
+	pm_step_parent_up(&d->step, w->fd);
+}
+
+static void try_connect(struct daemon *d)
+{
+	int fd = socket(d->parent_addr.ss_family,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		connect_failed(d, errno);
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&d->parent_addr, d->parent_addrlen) == 0 ||
+	    errno == EINPROGRESS) {
+		d->connect_w = (struct pm_watch){ .fd = fd, .fn = on_connected, .arg = d };
+		if (pm_loop_add(&d->loop, &d->connect_w, EPOLLOUT) == 0)
+			return;
+	}
+	close(fd);
+	connect_failed(d, errno);
+}
+
+/* ---- signals and the life of slurmstepd ---- */
+
+static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	struct signalfd_siginfo si;
+	(void)ev;
+
+	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (!pm_step_over(&d->step) && d->step.phase != PM_PHASE_FINISHED)
+			pm_log(&d->step, "stopped by signal %u", si.ssi_signo);
+		pm_loop_stop(l);
+	}
+}
+
+static void on_stepd_exit(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	(void)ev;
+	pm_loop_del(l, w);
+	pm_step_abort_local(&d->step,
+			    "procmgr: slurmstepd of this node went away; ending the step");
+	pm_loop_stop(l);
+}
+
+static int setup_signals(struct daemon *d)
+{
+	sigset_t set;
+	int fd;
+
+	/* slurmstepd blocks most signals and we inherit that: take them back,
+	 * then route the ones we act on through a signalfd. */
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	d->sig_w = (struct pm_watch){ .fd = fd, .fn = on_signal, .arg = d };
+	if (pm_loop_add(&d->loop, &d->sig_w, EPOLLIN))
+		return -1;
+	if (d->watch_pid > 0) {
+		fd = (int)syscall(SYS_pidfd_open, d->watch_pid, 0);
+		if (fd < 0)
+			return -1;
+		d->pid_w = (struct pm_watch){ .fd = fd, .fn = on_stepd_exit, .arg = d };
+		if (pm_loop_add(&d->loop, &d->pid_w, EPOLLIN))
+			return -1;
+	}
+	return 0;
+}
+
+static void cleanup_rundir(struct daemon *d)
+{
+	DIR *dir = opendir(d->rundir);
+	struct dirent *de;
+
+	if (dir) {
+		while ((de = readdir(dir)))
+			if (de->d_name[0] != '.')
+				unlinkat(dirfd(dir), de->d_name, 0);
+		closedir(dir);
+	}
+	if (rmdir(d->rundir) && errno != ENOENT)
+		pm_log(&d->step, "rmdir %s: %m", d->rundir);
+}
+
+static void ready(struct daemon *d, const char *msg)
+{
+	if (d->ready_fd < 0)
+		return;
+	if (write(d->ready_fd, msg, strlen(msg)) < 0)
+		pm_log(&d->step, "cannot tell the plugin we are ready: %m");
+	close(d->ready_fd);
+	d->ready_fd = -1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST "
+		"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] "
+		"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] "
+		"[--watch-pid PID]\n"
+		"procmgrd is started by procmgr.so inside a Slurm step.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "job", 1, 0, 'j' }, { "step", 1, 0, 's' }, { "node-id", 1, 0, 'i' },
+		{ "nodes", 1, 0, 'n' }, { "ntasks-local", 1, 0, 'l' },
+		{ "ntasks", 1, 0, 't' }, { "port", 1, 0, 'p' }, { "fanout", 1, 0, 'k' },
+		{ "rundir", 1, 0, 'r' }, { "events", 1, 0, 'e' },
+		{ "munge-socket", 1, 0, 'm' }, { "opts", 1, 0, 'o' },
+		{ "ready-fd", 1, 0, 'R' }, { "watch-pid", 1, 0, 'W' }, { 0, 0, 0, 0 }
+	};
+	struct daemon d;
+	struct pm_step *s = &d.step;
+	const char *nodes = NULL, *events = NULL, *opts = "";
+	char err[PM_ERRLEN], msg[PM_ERRLEN + 16];
+	unsigned v;
+	int c, rc = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.ready_fd = -1;
+	s->node = -1;
+	s->fanout = PM_DEFAULT_FANOUT;
+	s->loop = &d.loop;
+	int li = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, &li)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'j': bad = pm_parse_uint(optarg, 0, ~0u, &s->job); break;
+		case 's': bad = pm_parse_uint(optarg, 0, ~0u, &s->stepid); break;
+		case 'i': bad = pm_parse_uint(optarg, 0, 10000000, &v); s->node = (int)v; break;
+		case 'n': nodes = optarg; break;
+		case 'l': bad = pm_parse_uint(optarg, 1, 100000, &v); s->ntasks_local = (int)v; break;
+		case 't': bad = pm_parse_uint(optarg, 1, 100000000, &v); s->ntasks = (int)v; break;
+		case 'p': bad = pm_parse_uint(optarg, 1, 65535, &d.port); break;
+		case 'k': bad = pm_parse_uint(optarg, 2, 1024, &v); s->fanout = (int)v; break;
+		case 'r': snprintf(d.rundir, sizeof(d.rundir), "%s", optarg); break;
+		case 'e': events = optarg; break;
+		case 'm': s->munge_socket = optarg; break;
+		case 'o': opts = optarg; break;
+		case 'R': bad = pm_parse_uint(optarg, 0, 65535, &v); d.ready_fd = (int)v; break;
+		case 'W': bad = pm_parse_uint(optarg, 1, ~0u >> 1, &v); d.watch_pid = (pid_t)v; break;
+		default: usage(); return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "procmgrd: bad value '%s' for --%s\n", optarg,
+				longopts[li].name);
+			return 2;
+		}
+	}
+	if (!nodes || s->node < 0 || !s->ntasks_local || !s->ntasks || !d.port ||
+	    !d.rundir[0]) {
+		usage();
+		return 2;
+	}
+	s->uid = getuid();
+	pm_opts_init(&s->opts);
+	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err))) {
+		fprintf(stderr, "procmgrd: %s\n", err);
+		goto out_ready;
+	}
+	s->nnodes = expand_nodes(nodes, &s->names, err, sizeof(err));
+	if (s->nnodes < 0 || s->node >= s->nnodes) {
+		if (s->nnodes >= 0)
+			snprintf(err, sizeof(err), "node id %d outside the node list", s->node);
+		fprintf(stderr, "procmgrd: %s\n", err);
+		goto out_ready;
+	}
+	if (pm_loop_init(&d.loop) || pm_step_init(s) || setup_signals(&d)) {
+		snprintf(err, sizeof(err), "cannot set up the event loop: %s", strerror(errno));
+		goto out_ready;
+	}
+	if (s->node == 0 && events &&
+	    pm_events_open(&s->events, events, s->job, s->stepid)) {
+		snprintf(err, sizeof(err), "event log %s: %s", events, strerror(errno));
+		goto out_ready;
+	}
+	if (mkdir(d.rundir, 0700) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "mkdir %.400s: %s", d.rundir, strerror(errno));
+		goto out_ready;
+	}
+	snprintf(d.sock_path, sizeof(d.sock_path), "%.4000s/sock", d.rundir);
+	if (listen_unix(&d) || (s->nchildren && listen_tcp(&d))) {
+		snprintf(err, sizeof(err), "cannot listen (see the procmgrd log)");
+		goto out_clean;
+	}
+	if (s->node > 0) {
+		int p = pm_tree_parent(s->node, s->fanout);
+		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
+			    sizeof(err)))
+			goto out_clean;
+		d.retry_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_retry, .arg = &d };
+		if (d.retry_w.fd < 0 || pm_loop_add(&d.loop, &d.retry_w, EPOLLIN)) {
+			snprintf(err, sizeof(err), "timerfd: %s", strerror(errno));
+			goto out_clean;
+		}
+		d.connect_deadline = pm_now_ms() + 30000;
+		try_connect(&d);
+	}
+	if (s->node == 0) {
+		char f[128];
+		snprintf(f, sizeof(f), "\"nodes\":%d,\"ranks\":%d,\"gen\":0", s->nnodes,
+			 s->ntasks);
+		pm_event(&s->events, "start", f);
+	}
+	ready(&d, "ok\n");
+	if (pm_loop_run(&d.loop))
+		pm_log(s, "epoll: %m");
+	rc = 0;
+	cleanup_rundir(&d);
+	pm_step_free(s);
+	return rc;
+
+out_clean:
+	cleanup_rundir(&d);
+out_ready:
+	fprintf(stderr, "procmgrd: %s\n", err);
+	snprintf(msg, sizeof(msg), "error: %s\n", err);
+	ready(&d, msg);
+	return rc;
+}

@@ -1,0 +1,415 @@
+/* procmgr-rank: what a Slurm task becomes under procmgr. It keeps the
+ * task's pid and stdio (Slurm's I/O forwarding, accounting and exit codes
+ * keep working) and runs the user's command as its child, once per
+ * generation, as procmgrd tells it. */
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "loop.h"
+#include "options.h"
+#include "policy.h"
+
+struct rank {
+	struct pm_loop loop;
+	struct pm_conn *c;
+	char **argv;
+	int grank, lrank;
+	const char *node;
+	unsigned grace_ms, hang_ms;
+	const char *heartbeat;
+	/* the current generation */
+	pid_t child;
+	uint32_t gen;
+	bool stopping;   /* we are stopping it: its end is not a failure */
+	bool hung, beat;
+	int last_status;
+	/* how to end */
+	bool exiting;
+	int exit_code;
+	struct pm_watch sig_w, grace_w, hang_w, ino_w;
+	sigset_t orig_mask;
+};
+
+static void msg(struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msg(struct rank *r, const char *fmt, ...)
+{
+	va_list ap;
+	(void)r;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void send_simple(struct rank *r, enum pm_msg_type t, int status, unsigned flags)
+{
+	struct pm_msg m;
+	pm_msg_init(&m, t);
+	m.gen = r->gen;
+	m.status = status;
+	m.count = flags;
+	if (r->c)
+		pm_conn_send(r->c, &m);
+}
+
+/* Descendants that left the process group come back to us (we are their
+ * subreaper) once their parent is gone: none may outlive the generation. */
+static void kill_strays(void)
+{
+	char path[300], buf[4096];
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		int fd;
+		ssize_t n;
+		char *p, *save = NULL;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		for (p = strtok_r(buf, " \n", &save); p; p = strtok_r(NULL, " \n", &save))
+			kill((pid_t)atoi(p), SIGKILL);
+	}
+	closedir(dir);
+}
+
+static void start_child(struct rank *r, uint32_t gen)
+{
+	char count[16];
+	pid_t pid;
+
+	r->gen = gen;
+	r->stopping = false;
+	r->hung = false;
+	r->beat = false;
+	if (r->heartbeat)
+		unlink(r->heartbeat); /* judged only after its first heartbeat */
+	pm_timer_set(r->hang_w.fd, 0, 0);
+	snprintf(count, sizeof(count), "%u", gen);
+	pid = fork();
+	if (pid < 0) {
+		msg(r, "procmgr: rank %d: fork: %s", r->grank, strerror(errno));
+		send_simple(r, PM_MSG_RANK_EXIT, 127 << 8, 0);
+		return;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, &r->orig_mask, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		setenv("PROCMGR_RESTART_COUNT", count, 1);
+		setenv("TORCHELASTIC_RESTART_COUNT", count, 1);
+		execvp(r->argv[0], r->argv);
+		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", r->grank,
+			r->argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	setpgid(pid, pid); /* both sides: no race with the first kill */
+	r->child = pid;
+}
+
+static void stop_child(struct rank *r)
+{
+	if (r->child <= 0 || r->stopping)
+		return;
+	r->stopping = true;
+	kill(-r->child, SIGTERM);
+	kill(-r->child, SIGCONT);
+	pm_timer_set(r->grace_w.fd, r->grace_ms, 0);
+}
+
+static void finish(struct rank *r, int code)
+{
+	r->exiting = true;
+	r->exit_code = code;
+	if (r->child > 0)
+		stop_child(r);
+	else
+		pm_loop_stop(&r->loop);
+}
+
+static void on_grace(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct rank *r = w->arg;
+	(void)l;
+	(void)ev;
+	pm_timer_ack(w->fd);
+	if (r->child > 0)
+		kill(-r->child, SIGKILL);
+}
+
+static void on_hang(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct rank *r = w->arg;
+	(void)l;
+	(void)ev;
+	pm_timer_ack(w->fd);
+	if (r->child <= 0 || r->stopping || !r->beat)
+		return;
+	r->hung = true;
+	msg(r, "procmgr: rank %d on %s hung: no heartbeat for %u.%03u s", r->grank,
+	    r->node, r->hang_ms / 1000, r->hang_ms % 1000);
+	stop_child(r);
+}
+
+static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct rank *r = w->arg;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const char *base = strrchr(r->heartbeat, '/') + 1;
+	ssize_t n;
+	(void)l;
+	(void)ev;
+
+	while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
+		char *p = buf;
+		while (p < buf + n) {
+			struct inotify_event *ie = (struct inotify_event *)p;
+			if (ie->len && !strcmp(ie->name, base) && r->child > 0 && !r->stopping) {
+				r->beat = true;
+				pm_timer_set(r->hang_w.fd, r->hang_ms, 0);
+			}
+			p += sizeof(*ie) + ie->len;
+		}
+	}
+}
+
+static void reaped(struct rank *r, int status)
+{
+	bool stopped = r->stopping;
+
+	r->child = 0;
+	r->last_status = status;
+	pm_timer_set(r->grace_w.fd, 0, 0);
+	pm_timer_set(r->hang_w.fd, 0, 0);
+	if (r->exiting) {
+		pm_loop_stop(&r->loop);
+		return;
+	}
+	if (r->hung)
+		send_simple(r, PM_MSG_RANK_EXIT, status, PM_FLAG_HUNG);
+	else if (stopped)
+		send_simple(r, PM_MSG_RANK_STOPPED, status, 0);
+	else
+		send_simple(r, PM_MSG_RANK_EXIT, status, 0);
+}
+
+static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct rank *r = w->arg;
+	struct signalfd_siginfo si;
+	(void)l;
+	(void)ev;
+
+	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			int status;
+			pid_t pid;
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (pid != r->child)
+					continue;
+				/* What the command left in its group goes with it. */
+				kill(-pid, SIGKILL);
+				kill_strays();
+				reaped(r, status);
+			}
+		} else {
+			/* scancel, or Slurm ending the step: pass it on, then go. */
+			if (r->child > 0)
+				kill(-r->child, (int)si.ssi_signo);
+			finish(r, 128 + (int)si.ssi_signo);
+		}
+	}
+}
+
+static void on_msg(struct pm_conn *c, const struct pm_msg *m)
+{
+	struct rank *r = c->w.arg;
+
+	switch (m->type) {
+	case PM_MSG_START:
+		if (r->child > 0 || r->exiting)
+			return;
+		start_child(r, m->gen);
+		break;
+	case PM_MSG_STOP:
+		if (r->child > 0 && m->gen == r->gen)
+			stop_child(r);
+		else
+			send_simple(r, PM_MSG_RANK_STOPPED, r->last_status, 0);
+		break;
+	case PM_MSG_FINISH:
+		finish(r, 0);
+		break;
+	case PM_MSG_ABORT:
+		/* The failing rank, or rank 0 for a step-wide reason, says why. */
+		if (m->text_len && (m->rank == r->grank || (m->rank < 0 && r->grank == 0)))
+			msg(r, "%s", m->text);
+		finish(r, m->status);
+		break;
+	case PM_MSG_PRINT:
+		msg(r, "%s", m->text);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_close(struct pm_conn *c, const char *why)
+{
+	struct rank *r = c->w.arg;
+
+	r->c = NULL;
+	pm_conn_free(c);
+	if (!r->exiting) {
+		msg(r, "procmgr: rank %d on %s lost its node's procmgrd%s%s; ending", r->grank,
+		    r->node, why ? ": " : "", why ? why : "");
+		finish(r, 1);
+	}
+}
+
+static int env_uint(const char *name, unsigned *out)
+{
+	const char *v = getenv(name);
+	return v ? pm_parse_uint(v, 0, ~0u, out) : 0;
+}
+
+static int setup(struct rank *r, char *err, size_t errlen)
+{
+	const char *sock = getenv("PROCMGR_SOCK");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	sigset_t set;
+	unsigned v = 0;
+	struct pm_msg m;
+	int fd;
+
+	if (!sock || strlen(sock) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "PROCMGR_SOCK is not set: procmgr-rank runs inside a "
+			 "procmgr step only");
+		return -1;
+	}
+	r->node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "?";
+	if (env_uint("RANK", &v) == 0)
+		r->grank = (int)v;
+	v = 0;
+	if (env_uint("LOCAL_RANK", &v) == 0)
+		r->lrank = (int)v;
+	r->grace_ms = PM_DEFAULT_GRACE_MS;
+	env_uint("PROCMGR_GRACE_MS", &r->grace_ms);
+	env_uint("PROCMGR_HANG_MS", &r->hang_ms);
+	r->heartbeat = r->hang_ms ? getenv("PROCMGR_HEARTBEAT") : NULL;
+
+	/* Our own mask from slurmstepd is what the command should get, less
+	 * what slurmstepd blocks for itself. */
+	sigemptyset(&r->orig_mask);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGQUIT);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	if (pm_loop_init(&r->loop))
+		goto sys;
+	r->sig_w = (struct pm_watch){ .fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC),
+				      .fn = on_signal, .arg = r };
+	r->grace_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_grace, .arg = r };
+	r->hang_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_hang, .arg = r };
+	if (r->sig_w.fd < 0 || r->grace_w.fd < 0 || r->hang_w.fd < 0 ||
+	    pm_loop_add(&r->loop, &r->sig_w, EPOLLIN) ||
+	    pm_loop_add(&r->loop, &r->grace_w, EPOLLIN) ||
+	    pm_loop_add(&r->loop, &r->hang_w, EPOLLIN))
+		goto sys;
+	if (r->heartbeat) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", r->heartbeat);
+		r->ino_w = (struct pm_watch){ .fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC),
+					      .fn = on_inotify, .arg = r };
+		if (r->ino_w.fd < 0 ||
+		    inotify_add_watch(r->ino_w.fd, dirname(dir),
+				      IN_CREATE | IN_ATTRIB | IN_MODIFY | IN_CLOSE_WRITE) < 0 ||
+		    pm_loop_add(&r->loop, &r->ino_w, EPOLLIN))
+			goto sys;
+	}
+
+	strcpy(sa.sun_path, sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		snprintf(err, errlen, "cannot reach procmgrd at %s: %s", sock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	r->c = pm_conn_new(&r->loop, fd, on_msg, on_close, r);
+	if (!r->c)
+		goto sys;
+	pm_msg_init(&m, PM_MSG_RANK_HELLO);
+	m.rank = r->grank;
+	m.node = r->lrank;
+	m.status = getpid();
+	return pm_conn_send(r->c, &m);
+sys:
+	snprintf(err, errlen, "setup: %s", strerror(errno));
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rank r;
+	char err[512];
+	const char *argv0 = getenv("PROCMGR_ARGV0");
+
+	memset(&r, 0, sizeof(r));
+	if (argc < 1 || !argv0) {
+		fprintf(stderr, "procmgr-rank: PROCMGR_ARGV0 is not set: procmgr-rank runs "
+			"inside a procmgr step only\n");
+		return 2;
+	}
+	/* Slurm exec'd us in place of the command: put the command back. */
+	argv[0] = strdup(argv0);
+	unsetenv("PROCMGR_ARGV0");
+	r.argv = argv;
+	if (setup(&r, err, sizeof(err))) {
+		fprintf(stderr, "procmgr: rank %d: %s\n", r.grank, err);
+		return 1;
+	}
+	if (pm_loop_run(&r.loop))
+		fprintf(stderr, "procmgr: rank %d: epoll: %s\n", r.grank, strerror(errno));
+	if (r.c)
+		pm_conn_free(r.c);
+	if (r.heartbeat)
+		unlink(r.heartbeat);
+	fflush(stderr);
+	return r.exit_code;
+}

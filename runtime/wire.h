@@ -1,0 +1,64 @@
+/* The wire format of procmgr, on the control tree (TCP) and between procmgrd
+ * and its ranks (unix socket): versioned, length-prefixed frames. Pure. */
+#ifndef PM_WIRE_H
+#define PM_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PM_WIRE_MAGIC 0x504du /* "PM" */
+#define PM_WIRE_VERSION 1
+#define PM_WIRE_HDR 8         /* magic u16, version u8, type u8, length u32 */
+#define PM_WIRE_FIXED 22      /* gen, rank, node, status, count, text length */
+#define PM_WIRE_TEXT_MAX 4096
+#define PM_WIRE_FRAME_MAX (PM_WIRE_HDR + PM_WIRE_FIXED + PM_WIRE_TEXT_MAX)
+
+enum pm_msg_type {
+	/* control tree, up */
+	PM_MSG_HELLO = 1,  /* node, text: munge credential */
+	PM_MSG_FAIL,       /* gen, rank, node, status (wait status), count: flags */
+	PM_MSG_STOPPED,    /* gen, count: nodes of the subtree stopped */
+	PM_MSG_DONE,       /* gen, count: nodes of the subtree whose ranks all succeeded */
+	PM_MSG_LOST,       /* node: a node whose procmgrd went away */
+	/* control tree, down (and procmgrd to its ranks) */
+	PM_MSG_WELCOME,    /* the parent accepted HELLO */
+	PM_MSG_REFUSED,    /* text: why */
+	PM_MSG_STOP,       /* gen */
+	PM_MSG_START,      /* gen */
+	PM_MSG_FINISH,     /* gen */
+	PM_MSG_ABORT,      /* status: exit code for the ranks, rank, node, text */
+	/* procmgrd and its ranks */
+	PM_MSG_RANK_HELLO, /* rank: global, node: local rank, status: pid */
+	PM_MSG_RANK_EXIT,  /* gen, status (wait status), count: flags */
+	PM_MSG_RANK_STOPPED, /* gen */
+	PM_MSG_PRINT,      /* text for the rank's stderr (--procmgr-verbose) */
+	PM_MSG_TYPE_MAX
+};
+
+enum {
+	PM_FLAG_HUNG = 1u << 0, /* no heartbeat for the hang timeout */
+	PM_FLAG_LOST = 1u << 1, /* the rank's supervisor went away */
+};
+
+struct pm_msg {
+	uint8_t type;
+	uint32_t gen;
+	int32_t rank;
+	int32_t node;
+	int32_t status;
+	uint32_t count;
+	uint16_t text_len;
+	char text[PM_WIRE_TEXT_MAX + 1]; /* always NUL-terminated */
+};
+
+void pm_msg_init(struct pm_msg *m, enum pm_msg_type type);
+void pm_msg_set_text(struct pm_msg *m, const char *text);
+/* Encode into buf; returns the frame's length, or -1 if it does not fit. */
+int pm_msg_encode(const struct pm_msg *m, uint8_t *buf, size_t len);
+/* Decode the frame at the start of buf. Returns the frame's length, 0 when
+ * more bytes are needed, -1 for a malformed frame (err says why). */
+int pm_msg_decode(const uint8_t *buf, size_t len, struct pm_msg *m,
+		  const char **err);
+const char *pm_msg_name(int type);
+
+#endif
