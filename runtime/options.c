@@ -234,6 +234,10 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		    pm_checks_parse(value, NULL, 0, why, sizeof(why)) < 0) {
 			if (!value || !*value)
 				snprintf(why, sizeof(why), "an empty list");
+			else if (strlen(value) >= sizeof(o->health))
+				snprintf(why, sizeof(why),
+					 "the list is too long (at most %zu characters)",
+					 sizeof(o->health) - 1);
 			snprintf(err, errlen, "invalid value '%s' for --procmgr-health: %s",
 				 value ? value : "", why);
 			return -1;
@@ -272,14 +276,19 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(tok, '=');
 		char why[PM_ERRLEN];
+		bool bare; /* an option that takes no value */
 		if (eq)
 			*eq = '\0';
 		if (!strcmp(tok, "procmgr"))
 			tok[0] = '\0';
-		if ((eq == NULL) != (!*tok || !strcmp(tok, "verbose")) ||
+		bare = !*tok || !strcmp(tok, "verbose");
+		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
-			if (eq == NULL && *tok && strcmp(tok, "verbose"))
+			if (eq == NULL && !bare)
 				snprintf(why, sizeof(why), "'%s' needs a value", tok);
+			else if (eq != NULL && bare)
+				snprintf(why, sizeof(why), "'%s' takes no value",
+					 *tok ? tok : "procmgr");
 			snprintf(err, errlen, "%s: %s", what, why);
 			return -1;
 		}
