@@ -76,7 +76,9 @@ int pm_parse_seconds(const char *s, unsigned *ms)
 		for (; fdigits < 3; fdigits++)
 			frac *= 10;
 	}
-	if (*p)
+	/* The whole part was checked digit by digit; decimals may not take
+	 * the value past a week either ("604800.5"). */
+	if (*p || whole * 1000 + frac > MAX_SECONDS * 1000ul)
 		return -1;
 	*ms = (unsigned)(whole * 1000 + frac);
 	return 0;
