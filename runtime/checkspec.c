@@ -44,9 +44,16 @@ int pm_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The item is cut after QMAX characters in messages, so that the reason
+ * and the grammar after it still fit. */
+#define QMAX 64
+
 static int fail(char *err, size_t errlen, const char *item, const char *why)
 {
-	snprintf(err, errlen, "health check '%s': %s; allowed: %s", item, why,
+	size_t n = strlen(item);
+
+	snprintf(err, errlen, "health check '%.*s%s': %s; allowed: %s",
+		 (int)(n > QMAX ? QMAX : n), item, n > QMAX ? "..." : "", why,
 		 PM_CHECK_GRAMMAR);
 	return -1;
 }

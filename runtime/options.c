@@ -9,6 +9,12 @@
 
 #define MAX_SECONDS 604800u /* a week: anything longer is a typo */
 
+/* A value quoted in a message is cut after QMAX characters, so that what
+ * follows it (the option or key, what is allowed) still fits. Use as
+ * "'%.*s%s'" with Q(s). */
+#define QMAX 64
+#define Q(s) (int)(strlen(s) > QMAX ? QMAX : strlen(s)), (s), (strlen(s) > QMAX ? "..." : "")
+
 const struct pm_optdesc pm_optdescs[] = {
 	{ "", NULL, "Supervise this step with procmgr (site defaults)" },
 	{ "restart", "never|on-failure[:N]|always[:N]",
@@ -192,8 +198,10 @@ int pm_format_bind(unsigned mask, char *buf, size_t len)
 static int bad(char *err, size_t errlen, const char *name, const char *value,
 	       const char *allowed)
 {
-	snprintf(err, errlen, "invalid value '%s' for --procmgr%s%s: expected %s",
-		 value ? value : "", *name ? "-" : "", name, allowed);
+	if (!value)
+		value = "";
+	snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr%s%s: expected %s",
+		 Q(value), *name ? "-" : "", name, allowed);
 	return -1;
 }
 
@@ -240,8 +248,8 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				snprintf(why, sizeof(why),
 					 "the list is too long (at most %zu characters)",
 					 sizeof(o->health) - 1);
-			snprintf(err, errlen, "invalid value '%s' for --procmgr-health: %s",
-				 value ? value : "", why);
+			snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr-health: %s",
+				 Q(value ? value : ""), why);
 			return -1;
 		}
 		strcpy(o->health, value);
@@ -259,7 +267,7 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "0 (off) or seconds from 0.1 to 604800");
 		o->set |= PM_SET_HANG;
 	} else {
-		snprintf(err, errlen, "unknown option '%s'", name);
+		snprintf(err, errlen, "unknown option '%.*s%s'", Q(name));
 		return -1;
 	}
 	return 0;
@@ -287,7 +295,7 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
 			if (eq == NULL && !bare)
-				snprintf(why, sizeof(why), "'%s' needs a value", tok);
+				snprintf(why, sizeof(why), "'%.*s%s' needs a value", Q(tok));
 			else if (eq != NULL && bare)
 				snprintf(why, sizeof(why), "'%s' takes no value",
 					 *tok ? tok : "procmgr");
@@ -407,8 +415,8 @@ void pm_site_init(struct pm_site *s)
 static int site_bad(char *err, size_t errlen, const char *file, const char *key,
 		    const char *value, const char *allowed)
 {
-	snprintf(err, errlen, "%s: bad value '%s' for key '%s': expected %s", file,
-		 value, key, allowed);
+	snprintf(err, errlen, "%s: bad value '%.*s%s' for key '%s': expected %s", file,
+		 Q(value), key, allowed);
 	return -1;
 }
 
@@ -426,9 +434,9 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 
 		if (!eq || eq == argv[i]) {
 			snprintf(err, errlen,
-				 "%s: argument '%s' is not key=value (keys: runtime, "
+				 "%s: argument '%.*s%s' is not key=value (keys: runtime, "
 				 "default_restart, max_restarts, default_bind, health, drain, "
-				 "ports, fanout, state_dir, topology)", file, argv[i]);
+				 "ports, fanout, state_dir, topology)", file, Q(argv[i]));
 			return -1;
 		}
 		klen = (size_t)(eq - argv[i]);
@@ -494,10 +502,10 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 						"a whole number from 2 to 1024");
 		} else {
 			snprintf(err, errlen,
-				 "%s: unknown key '%s' (value '%s'); keys: runtime, "
+				 "%s: unknown key '%s' (value '%.*s%s'); keys: runtime, "
 				 "default_restart, max_restarts, default_bind, default_grace, "
 				 "health, drain, ports, fanout, state_dir, topology",
-				 file, key, v);
+				 file, key, Q(v));
 			return -1;
 		}
 	}
