@@ -435,8 +435,9 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 		if (!eq || eq == argv[i]) {
 			snprintf(err, errlen,
 				 "%s: argument '%.*s%s' is not key=value (keys: runtime, "
-				 "default_restart, max_restarts, default_bind, health, drain, "
-				 "ports, fanout, state_dir, topology)", file, Q(argv[i]));
+				 "default_restart, max_restarts, default_bind, default_grace, "
+				 "health, drain, ports, fanout, state_dir, topology)", file,
+				 Q(argv[i]));
 			return -1;
 		}
 		klen = (size_t)(eq - argv[i]);
@@ -466,7 +467,7 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 		} else if (!strcmp(key, "default_bind")) {
 			if (pm_opt_parse(&s->defaults, "bind", v, why, sizeof(why)))
 				return site_bad(err, errlen, file, key, v,
-						"none, closest or a list of gpu,nic,cpu,mem");
+						"none, closest or a list of gpu,nic,cpu,mem,mem-strict");
 		} else if (!strcmp(key, "default_grace")) {
 			if (pm_opt_parse(&s->defaults, "grace", v, why, sizeof(why)))
 				return site_bad(err, errlen, file, key, v, "seconds from 0 to 3600");
