@@ -521,6 +521,45 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 	return 0;
 }
 
+/* Whether the comma-separated list has item. */
+static bool has_check(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	const char *p = list;
+
+	while (*p) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+		if (l == n && !strncmp(p, item, n))
+			return true;
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	return false;
+}
+
+/* Append to merged the items of list it does not have yet. */
+static int merge_checks(char *merged, size_t len, const char *list)
+{
+	char buf[PM_LIST_MAX], *save = NULL, *tok;
+	size_t off = strlen(merged);
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int n;
+		if (has_check(merged, tok))
+			continue;
+		n = snprintf(merged + off, len - off, "%s%s", off ? "," : "", tok);
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
 int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		    const struct pm_opts *job, const struct pm_opts *step,
 		    char *err, size_t errlen)
@@ -550,14 +589,13 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		return -1;
 	}
 
-	/* The site's checks always run; the user's come on top. */
+	/* The site's checks always run; the user's come on top. Each check
+	 * once: slurmstepd resolves srun's result again, which already has
+	 * the site's checks. */
 	if (site->health[0]) {
-		int n;
-		if (out->health[0])
-			n = snprintf(merged, sizeof(merged), "%s,%s", site->health, out->health);
-		else
-			n = snprintf(merged, sizeof(merged), "%s", site->health);
-		if (n < 0 || (size_t)n >= sizeof(merged)) {
+		merged[0] = '\0';
+		if (merge_checks(merged, sizeof(merged), site->health) ||
+		    merge_checks(merged, sizeof(merged), out->health)) {
 			snprintf(err, errlen, "health check list is too long");
 			return -1;
 		}
