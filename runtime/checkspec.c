@@ -44,9 +44,16 @@ int pm_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The item is cut after QMAX characters in messages, so that the reason
+ * and the grammar after it still fit. */
+#define QMAX 64
+
 static int fail(char *err, size_t errlen, const char *item, const char *why)
 {
-	snprintf(err, errlen, "health check '%s': %s; allowed: %s", item, why,
+	size_t n = strlen(item);
+
+	snprintf(err, errlen, "health check '%.*s%s': %s; allowed: %s",
+		 (int)(n > QMAX ? QMAX : n), item, n > QMAX ? "..." : "", why,
 		 PM_CHECK_GRAMMAR);
 	return -1;
 }
@@ -64,6 +71,19 @@ static int nic_names_ok(const char *s)
 			return 0;
 	}
 	return 1;
+}
+
+/* Options travel from srun to slurmstepd as space-separated text, and
+ * plugstack.conf arguments are split at white space: a path with white
+ * space in it cannot get through either. */
+static int has_space(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (isspace((unsigned char)s[i]))
+			return 1;
+	return 0;
 }
 
 int pm_check_parse(const char *item, struct pm_check *out, char *err,
@@ -104,6 +124,8 @@ int pm_check_parse(const char *item, struct pm_check *out, char *err,
 		plen = c2 ? (size_t)(c2 - arg) : strlen(arg);
 		if (plen >= sizeof(out->arg))
 			return fail(err, errlen, item, "PATH is too long");
+		if (has_space(arg, plen))
+			return fail(err, errlen, item, "PATH may not contain white space");
 		memcpy(out->arg, arg, plen);
 		out->arg[plen] = '\0';
 		if (c2 && (pm_parse_size(c2 + 1, &out->min_bytes) || !out->min_bytes))
@@ -125,6 +147,8 @@ int pm_check_parse(const char *item, struct pm_check *out, char *err,
 			return fail(err, errlen, item, "script needs an absolute PATH");
 		if (strlen(arg) >= sizeof(out->arg))
 			return fail(err, errlen, item, "PATH is too long");
+		if (has_space(arg, strlen(arg)))
+			return fail(err, errlen, item, "PATH may not contain white space");
 		strcpy(out->arg, arg);
 		return 0;
 	}

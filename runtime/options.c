@@ -9,6 +9,12 @@
 
 #define MAX_SECONDS 604800u /* a week: anything longer is a typo */
 
+/* A value quoted in a message is cut after QMAX characters, so that what
+ * follows it (the option or key, what is allowed) still fits. Use as
+ * "'%.*s%s'" with Q(s). */
+#define QMAX 64
+#define Q(s) (int)(strlen(s) > QMAX ? QMAX : strlen(s)), (s), (strlen(s) > QMAX ? "..." : "")
+
 const struct pm_optdesc pm_optdescs[] = {
 	{ "", NULL, "Supervise this step with procmgr (site defaults)" },
 	{ "restart", "never|on-failure[:N]|always[:N]",
@@ -76,7 +82,9 @@ int pm_parse_seconds(const char *s, unsigned *ms)
 		for (; fdigits < 3; fdigits++)
 			frac *= 10;
 	}
-	if (*p)
+	/* The whole part was checked digit by digit; decimals may not take
+	 * the value past a week either ("604800.5"). */
+	if (*p || whole * 1000 + frac > MAX_SECONDS * 1000ul)
 		return -1;
 	*ms = (unsigned)(whole * 1000 + frac);
 	return 0;
@@ -190,8 +198,10 @@ int pm_format_bind(unsigned mask, char *buf, size_t len)
 static int bad(char *err, size_t errlen, const char *name, const char *value,
 	       const char *allowed)
 {
-	snprintf(err, errlen, "invalid value '%s' for --procmgr%s%s: expected %s",
-		 value ? value : "", *name ? "-" : "", name, allowed);
+	if (!value)
+		value = "";
+	snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr%s%s: expected %s",
+		 Q(value), *name ? "-" : "", name, allowed);
 	return -1;
 }
 
@@ -234,8 +244,12 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		    pm_checks_parse(value, NULL, 0, why, sizeof(why)) < 0) {
 			if (!value || !*value)
 				snprintf(why, sizeof(why), "an empty list");
-			snprintf(err, errlen, "invalid value '%s' for --procmgr-health: %s",
-				 value ? value : "", why);
+			else if (strlen(value) >= sizeof(o->health))
+				snprintf(why, sizeof(why),
+					 "the list is too long (at most %zu characters)",
+					 sizeof(o->health) - 1);
+			snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr-health: %s",
+				 Q(value ? value : ""), why);
 			return -1;
 		}
 		strcpy(o->health, value);
@@ -253,7 +267,7 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "0 (off) or seconds from 0.1 to 604800");
 		o->set |= PM_SET_HANG;
 	} else {
-		snprintf(err, errlen, "unknown option '%s'", name);
+		snprintf(err, errlen, "unknown option '%.*s%s'", Q(name));
 		return -1;
 	}
 	return 0;
@@ -272,14 +286,19 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(tok, '=');
 		char why[PM_ERRLEN];
+		bool bare; /* an option that takes no value */
 		if (eq)
 			*eq = '\0';
 		if (!strcmp(tok, "procmgr"))
 			tok[0] = '\0';
-		if ((eq == NULL) != (!*tok || !strcmp(tok, "verbose")) ||
+		bare = !*tok || !strcmp(tok, "verbose");
+		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
-			if (eq == NULL && *tok && strcmp(tok, "verbose"))
-				snprintf(why, sizeof(why), "'%s' needs a value", tok);
+			if (eq == NULL && !bare)
+				snprintf(why, sizeof(why), "'%.*s%s' needs a value", Q(tok));
+			else if (eq != NULL && bare)
+				snprintf(why, sizeof(why), "'%s' takes no value",
+					 *tok ? tok : "procmgr");
 			snprintf(err, errlen, "%s: %s", what, why);
 			return -1;
 		}
@@ -396,8 +415,8 @@ void pm_site_init(struct pm_site *s)
 static int site_bad(char *err, size_t errlen, const char *file, const char *key,
 		    const char *value, const char *allowed)
 {
-	snprintf(err, errlen, "%s: bad value '%s' for key '%s': expected %s", file,
-		 value, key, allowed);
+	snprintf(err, errlen, "%s: bad value '%.*s%s' for key '%s': expected %s", file,
+		 Q(value), key, allowed);
 	return -1;
 }
 
@@ -415,9 +434,10 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 
 		if (!eq || eq == argv[i]) {
 			snprintf(err, errlen,
-				 "%s: argument '%s' is not key=value (keys: runtime, "
-				 "default_restart, max_restarts, default_bind, health, drain, "
-				 "ports, fanout, state_dir, topology)", file, argv[i]);
+				 "%s: argument '%.*s%s' is not key=value (keys: runtime, "
+				 "default_restart, max_restarts, default_bind, default_grace, "
+				 "health, drain, ports, fanout, state_dir, topology)", file,
+				 Q(argv[i]));
 			return -1;
 		}
 		klen = (size_t)(eq - argv[i]);
@@ -447,7 +467,7 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 		} else if (!strcmp(key, "default_bind")) {
 			if (pm_opt_parse(&s->defaults, "bind", v, why, sizeof(why)))
 				return site_bad(err, errlen, file, key, v,
-						"none, closest or a list of gpu,nic,cpu,mem");
+						"none, closest or a list of gpu,nic,cpu,mem,mem-strict");
 		} else if (!strcmp(key, "default_grace")) {
 			if (pm_opt_parse(&s->defaults, "grace", v, why, sizeof(why)))
 				return site_bad(err, errlen, file, key, v, "seconds from 0 to 3600");
@@ -483,10 +503,10 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 						"a whole number from 2 to 1024");
 		} else {
 			snprintf(err, errlen,
-				 "%s: unknown key '%s' (value '%s'); keys: runtime, "
+				 "%s: unknown key '%s' (value '%.*s%s'); keys: runtime, "
 				 "default_restart, max_restarts, default_bind, default_grace, "
 				 "health, drain, ports, fanout, state_dir, topology",
-				 file, key, v);
+				 file, key, Q(v));
 			return -1;
 		}
 	}
@@ -497,6 +517,45 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 			 pm_restart_name(s->defaults.restart), s->defaults.restart_max,
 			 s->max_restarts);
 		return -1;
+	}
+	return 0;
+}
+
+/* Whether the comma-separated list has item. */
+static bool has_check(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	const char *p = list;
+
+	while (*p) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+		if (l == n && !strncmp(p, item, n))
+			return true;
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	return false;
+}
+
+/* Append to merged the items of list it does not have yet. */
+static int merge_checks(char *merged, size_t len, const char *list)
+{
+	char buf[PM_LIST_MAX], *save = NULL, *tok;
+	size_t off = strlen(merged);
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int n;
+		if (has_check(merged, tok))
+			continue;
+		n = snprintf(merged + off, len - off, "%s%s", off ? "," : "", tok);
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		off += (size_t)n;
 	}
 	return 0;
 }
@@ -530,14 +589,13 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		return -1;
 	}
 
-	/* The site's checks always run; the user's come on top. */
+	/* The site's checks always run; the user's come on top. Each check
+	 * once: slurmstepd resolves srun's result again, which already has
+	 * the site's checks. */
 	if (site->health[0]) {
-		int n;
-		if (out->health[0])
-			n = snprintf(merged, sizeof(merged), "%s,%s", site->health, out->health);
-		else
-			n = snprintf(merged, sizeof(merged), "%s", site->health);
-		if (n < 0 || (size_t)n >= sizeof(merged)) {
+		merged[0] = '\0';
+		if (merge_checks(merged, sizeof(merged), site->health) ||
+		    merge_checks(merged, sizeof(merged), out->health)) {
 			snprintf(err, errlen, "health check list is too long");
 			return -1;
 		}
