@@ -1,0 +1,47 @@
+# Shared by the .bats files: the testbed is up (tests/integration/run) and
+# SLURM_CONF points to it.
+top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+WORKER=$top/tests/integration/worker.sh
+STATE=$PM_TESTBED_DIR/state
+
+setup() {
+	W=$(mktemp -d /tmp/pm-it.XXXXXX)
+	chmod 0777 "$W"
+	export PM_LOG=$W/log
+	touch "$PM_LOG"
+	chmod 0666 "$PM_LOG"
+	cd "$W"
+}
+
+# Everything procmgr started is gone once a step has ended: slurmstepd
+# stops procmgrd after srun returns, so wait for that, with a deadline.
+teardown() {
+	wait_until 15 no_leftovers || {
+		echo "left behind:"; pgrep -a -f 'procmgrd|procmgr-rank' || true
+		find "$STATE" -name '*.run' -o -name sock || true
+		return 1
+	}
+	rm -rf "$W"
+}
+
+no_leftovers() {
+	! pgrep -f 'procmgrd|procmgr-rank' >/dev/null &&
+		[ -z "$(find "$STATE" \( -name '*.run' -o -name sock -o -name 'heartbeat.*' \) 2>/dev/null)" ]
+}
+
+# Ask until true or the deadline: for conditions with no event to await.
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
+
+as_user() { runuser -u nobody -- "$@"; }
+
+# Lines of the worker log matching all given words.
+count() { local pat=$1; grep -c -- "$pat" "$PM_LOG" || true; }
+
+last_job() { ls -1t "$STATE" | head -n 1; }
+events() { cat "$STATE/$1/$2.events.jsonl"; }

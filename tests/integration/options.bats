@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# Issue 2: options are checked in srun/sbatch/salloc, before anything starts.
+load helpers
+
+next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }
+
+@test "srun --help lists every procmgr option" {
+	run srun --help
+	[ "$status" -eq 0 ]
+	for o in procmgr procmgr-restart procmgr-restart-delay procmgr-grace \
+		procmgr-bind procmgr-health procmgr-health-interval \
+		procmgr-hang-timeout procmgr-verbose; do
+		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; return 1; }
+	done
+}
+
+@test "sbatch and salloc list the options too" {
+	run sbatch --help
+	[[ "$output" == *"--procmgr-restart"* ]]
+	run salloc --help
+	[[ "$output" == *"--procmgr-restart"* ]]
+}
+
+@test "srun -N4 -n8 --procmgr true succeeds, as root and as an ordinary user" {
+	run srun -N4 -n8 --procmgr true
+	[ "$status" -eq 0 ]
+	run as_user srun -N4 -n8 --procmgr true
+	[ "$status" -eq 0 ]
+}
+
+@test "each bad option value is refused by srun with one clear message, nothing launched" {
+	local before after
+	before=$(next_job_id)
+	while read -r opt val allowed; do
+		run srun -N1 "--procmgr-$opt=$val" true
+		[ "$status" -ne 0 ] || { echo "--procmgr-$opt=$val was accepted"; return 1; }
+		[[ "$output" == *"procmgr: invalid value '$val' for --procmgr-$opt"* ]] ||
+			{ echo "$output"; return 1; }
+		[[ "$output" == *"$allowed"* ]] || { echo "no '$allowed' in: $output"; return 1; }
+	done <<-'LIST'
+	restart sometimes never, on-failure[:N] or always[:N]
+	restart on-failure:x never, on-failure[:N] or always[:N]
+	restart-delay -1 seconds from 0 to 60
+	restart-delay 61 seconds from 0 to 60
+	grace 1.2345 up to 3 decimals
+	bind gpu,disk none, closest, or a comma-separated list
+	health gpu,bogus unknown check
+	health-interval 0.5 0 (off) or seconds from 1
+	hang-timeout abc 0 (off) or seconds from 0.1
+	LIST
+	after=$(next_job_id)
+	[ "$before" = "$after" ] || { echo "jobs were created: $before -> $after"; return 1; }
+}
+
+@test "sbatch and salloc refuse a bad value before a job exists" {
+	local before=$(next_job_id)
+	run sbatch --procmgr-grace=forever --wrap true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"invalid value 'forever' for --procmgr-grace"* ]]
+	run salloc --procmgr-restart=often true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"invalid value 'often' for --procmgr-restart"* ]]
+	[ "$(next_job_id)" = "$before" ]
+}
+
+@test "a request over the site's max_restarts is refused, naming the cap" {
+	run srun -N1 --procmgr-restart=on-failure:11 true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"max_restarts=10"* ]]
+}
+
+@test "#SBATCH options apply to the script's srun steps; an srun flag overrides them" {
+	cat >job.sh <<-'EOS'
+	#!/bin/bash
+	#SBATCH --procmgr-restart=on-failure:2
+	#SBATCH --procmgr-verbose
+	#SBATCH -N2 -n2
+	srun -N2 -n2 true
+	srun -N2 -n2 --procmgr-restart=never true
+	EOS
+	run sbatch --wait -o "$W/out" job.sh
+	[ "$status" -eq 0 ]
+	run cat "$W/out"
+	echo "$output"
+	# The first step gets the script's policy, on both sides of Slurm.
+	[[ "${lines[0]}" == *"step options: procmgr restart=on-failure:2 "* ]]
+	[[ "$output" == *"rank 0 runs with: procmgr restart=on-failure:2 "* ]]
+	[[ "$output" == *"step options: procmgr restart=never "* ]]
+	[[ "$output" == *"rank 0 runs with: procmgr restart=never "* ]]
+}
+
+# A copy of the cluster's configuration with another plugstack.conf: srun
+# reads it itself (local side); slurmstepd reads the cluster's (remote side).
+conf_with_plugstack() {
+	sed "s#^PlugStackConfig=.*#PlugStackConfig=$W/plugstack.conf#" "$SLURM_CONF" >"$W/slurm.conf"
+	echo "required $top/.libs/procmgr.so runtime=$top/procmgrd state_dir=$STATE $1" >"$W/plugstack.conf"
+	chmod 0644 "$W/slurm.conf" "$W/plugstack.conf"
+}
+
+@test "a bad plugstack.conf argument is refused in srun, naming file, key and value" {
+	local before=$(next_job_id)
+	for arg in fanout=1 colour=blue drain=maybe ports=3000 max_restarts=-2 runtime=relative; do
+		conf_with_plugstack "$arg"
+		run env SLURM_CONF="$W/slurm.conf" srun -N1 --procmgr true
+		[ "$status" -ne 0 ] || { echo "$arg accepted"; return 1; }
+		[[ "$output" == *"procmgr: $W/plugstack.conf: "* ]] || { echo "$output"; return 1; }
+		[[ "$output" == *"'${arg%%=*}'"* && "$output" == *"${arg#*=}"* ]] ||
+			{ echo "$output"; return 1; }
+	done
+	[ "$(next_job_id)" = "$before" ]
+}
+
+@test "a bad plugstack.conf argument on the nodes fails the step with the reason, and is in the slurmd log" {
+	# srun sees a good file; the nodes' slurmstepd see a bad one.
+	conf_with_plugstack ""
+	cp "$PM_TESTBED_DIR/plugstack.conf" "$W/good"
+	sed -i 's/$/ fanout=zero/' "$PM_TESTBED_DIR/plugstack.conf"
+	run env SLURM_CONF="$W/slurm.conf" srun -N1 --procmgr true
+	cp "$W/good" "$PM_TESTBED_DIR/plugstack.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad value 'zero' for key 'fanout'"* ]]
+	grep -q "bad value 'zero' for key 'fanout'" "$PM_TESTBED_DIR"/log/slurmd-*.log
+}
+
+@test "without any procmgr option, a step is not touched" {
+	run srun -N2 -n2 bash -c 'echo "${PROCMGR_SOCK:-none} ${RANK:-none}"'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "none none" ]
+}
