@@ -4,10 +4,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The end of a bracketed list "N[-M][,N[-M]]...]" that starts at p (just
+ * after the '['): the character after the ']', or NULL if malformed. */
+static const char *range_list_end(const char *p)
+{
+	for (;;) {
+		if (!isdigit((unsigned char)*p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == '-') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				return NULL;
+			while (isdigit((unsigned char)*p))
+				p++;
+		}
+		if (*p == ']')
+			return p + 1;
+		if (*p != ',')
+			return NULL;
+		p++;
+	}
+}
+
 int pm_hostlist_first(const char *list, char *buf, size_t len)
 {
 	size_t o = 0;
-	const char *p = list;
+	const char *p = list, *end;
 
 	if (!list || !*list)
 		return -1;
@@ -17,20 +41,20 @@ int pm_hostlist_first(const char *list, char *buf, size_t len)
 		buf[o++] = *p++;
 	}
 	if (*p == '[') {
+		/* "[1-2]" has no host name; the range must be well formed to
+		 * its ']', not just up to its first number. */
+		if (o == 0)
+			return -1;
 		p++;
-		if (!isdigit((unsigned char)*p))
+		end = range_list_end(p);
+		if (!end)
 			return -1;
 		while (isdigit((unsigned char)*p)) {
 			if (o + 1 >= len)
 				return -1;
 			buf[o++] = *p++;
 		}
-		if (*p != '-' && *p != ',' && *p != ']')
-			return -1;
-		p = strchr(p, ']');
-		if (!p)
-			return -1;
-		p++;
+		p = end;
 		/* A suffix after the range ("n[1-2]-ib") belongs to every host. */
 		while (*p && *p != ',') {
 			if (*p == '[' || o + 1 >= len)
