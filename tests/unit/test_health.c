@@ -394,7 +394,9 @@ static void test_script_timeout(void **state)
 	FMT(pids, "%s/timeout.pids", tmpdir);
 	snprintf(body, sizeof(body),
 		 "sleep 300 &\necho \"$$ $!\" > %s\necho checking fabric\nexec sleep 300\n", pids);
+	alarm(30); /* a check that never kills would hang here: fail instead */
 	r = script1(body, 1500);
+	alarm(0);
 	assert_result(r, PM_HEALTH_FAIL, "timed out after 1.5 s; last said: checking fabric");
 	assert_in_range(r.elapsed_ms, 1500, 1500 + 5000);
 	read_pids(pids, &leader, &child);
