@@ -71,6 +71,11 @@ static bool compute_osdev(hwloc_obj_t o)
 {
 	if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC)
 		return true;
+	/* Exports from newer hwloc use osdev type numbers this one does not
+	 * know; the vendor libraries' names still say what it is. */
+	if (!strncmp(o->name, "nvml", 4) || !strncmp(o->name, "rsmi", 4) ||
+	    !strncmp(o->name, "cuda", 4))
+		return true;
 	/* GPU OS devices include DRM "card0"/"renderD128" of any display
 	 * adapter; only the vendors' management libraries mean compute. */
 	return o->attr->osdev.type == HWLOC_OBJ_OSDEV_GPU &&
