@@ -220,6 +220,13 @@ int pm_topo_load(struct pm_topo *t, const char *xml, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read topology file %s: %s", xml, strerror(errno));
 		goto out;
 	}
+	/* On Linux the sysfs backend already finds every PCI device; the
+	 * libpciaccess component only repeats the walk (and leaks ~1 KiB per
+	 * load). */
+	if (hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci")) {
+		snprintf(err, errlen, "hwloc_topology_set_components: %s", strerror(errno));
+		goto out;
+	}
 	/* GPUs, NICs and the bridges above them; no virtual devices. */
 	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	if (hwloc_topology_load(topo)) {

@@ -331,7 +331,7 @@ static void test_dgx_h100(void **state)
 	check_invariants(t, &p, NULL);
 	for (int r = 0; r < 8; r++) {
 		const struct pm_rank_plan *rp = &p.ranks[r];
-		char want[16];
+		char want[32];
 		assert_int_equal(rp->ngpus, 1);
 		assert_int_equal(pm_topo_gpu_index(t, rp->gpus[0]), r);
 		assert_int_equal(rp->numa, r / 4);
@@ -486,7 +486,7 @@ static void test_real_dgx2(void **state)
 	plan(t, 16, NULL, NULL, &p);
 	check_invariants(t, &p, NULL);
 	for (int r = 0; r < 16; r++) {
-		char name[16];
+		char name[32];
 		const struct pm_gpu *g = &t->gpus[p.ranks[r].gpus[0]];
 		/* nvml numbering follows the bus order on this machine */
 		snprintf(name, sizeof(name), "nvml%d", r);
