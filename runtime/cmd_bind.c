@@ -244,12 +244,17 @@ int pm_cmd_bind(int argc, char **argv)
 	if (!ntasks) {
 		int n = default_tasks(xml, cpus, gpus, err, sizeof(err));
 		if (n < 0) {
-			fprintf(stderr, "procmgr bind: %s\n", err);
-			return 1;
+			fprintf(stderr, "procmgr bind: %s%s\n", strncmp(err, "GPU '", 5) ? "" : "invalid value for --gpus: ", err);
+			return strncmp(err, "GPU '", 5) ? 1 : 2;
 		}
 		ntasks = (unsigned)n;
 	}
 	if (pm_bind_plan_node(xml, what, (int)ntasks, cpus, gpus, &bp, err, sizeof(err))) {
+		/* A GPU list that names no GPU of the node is a usage error. */
+		if (!strncmp(err, "GPU '", 5)) {
+			fprintf(stderr, "procmgr bind: invalid value '%s' for --gpus: %s\n", gpus, err);
+			return 2;
+		}
 		fprintf(stderr, "procmgr bind: %s\n", err);
 		return 1;
 	}
