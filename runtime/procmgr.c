@@ -4,9 +4,6 @@
 
 #include "cmd.h"
 
-/* Weak until every part is in: a missing subcommand says so. */
-#pragma weak pm_cmd_bind
-#pragma weak pm_cmd_health
 
 struct cmd {
 	const char *name;
@@ -38,10 +35,6 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		if (strcmp(argv[1], cmds[i].name))
 			continue;
-		if (!cmds[i].fn) {
-			fprintf(stderr, "procmgr: '%s' is not built in this version\n", argv[1]);
-			return 2;
-		}
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "procmgr: unknown command '%s'\n", argv[1]);

@@ -243,8 +243,10 @@ static void node_stop(struct pm_step *s, uint32_t gen)
 	struct pm_msg m;
 	int i;
 
-	if (s->phase != PM_PHASE_RUNNING || gen != s->gen)
+	/* A node that joined late may not have seen generation gen start. */
+	if (s->phase != PM_PHASE_RUNNING || gen < s->gen)
 		return;
+	s->gen = gen;
 	s->phase = PM_PHASE_STOPPING;
 	s->stop_t0 = pm_now_ms();
 	s->stopped_children = 0;
@@ -292,6 +294,7 @@ static void node_finish(struct pm_step *s, uint32_t gen)
 	s->phase = PM_PHASE_FINISHED;
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = gen;
+	s->end_msg = m;
 	send_down(s, &m);
 	send_ranks(s, &m);
 }
@@ -301,6 +304,7 @@ static void node_abort(struct pm_step *s, const struct pm_msg *m)
 	if (terminal(s))
 		return;
 	s->phase = PM_PHASE_ABORTED;
+	s->end_msg = *m;
 	send_down(s, m);
 	send_ranks(s, m);
 }
@@ -425,7 +429,9 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 		r->c = c;
 		r->grank = m->rank;
 		r->st = PM_RANK_IDLE;
-		if (s->phase == PM_PHASE_RUNNING) {
+		if (terminal(s)) {
+			pm_conn_send(c, &s->end_msg);
+		} else if (s->phase == PM_PHASE_RUNNING) {
 			pm_msg_init(&out, PM_MSG_START);
 			out.gen = s->gen;
 			r->st = PM_RANK_RUNNING;
@@ -553,7 +559,9 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		pm_msg_init(&r, PM_MSG_WELCOME);
 		pm_conn_send(c, &r);
 		/* It may have missed what happened before it joined. */
-		if (s->phase == PM_PHASE_STOPPING) {
+		if (terminal(s)) {
+			pm_conn_send(c, &s->end_msg);
+		} else if (s->phase == PM_PHASE_STOPPING) {
 			pm_msg_init(&r, PM_MSG_STOP);
 			r.gen = s->gen;
 			pm_conn_send(c, &r);

@@ -63,6 +63,7 @@ struct pm_step {
 	enum pm_phase phase;
 	int done_children, stopped_children; /* nodes below that reported */
 	bool done_sent, stopped_sent;
+	struct pm_msg end_msg; /* FINISH or ABORT, for supervisors that come late */
 	/* root only */
 	int restarts;
 	uint64_t stop_t0, fail_t0;
