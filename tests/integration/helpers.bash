@@ -3,6 +3,8 @@
 top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 WORKER=$top/tests/integration/worker.sh
 STATE=$PM_TESTBED_DIR/state
+# This build's processes only: another testbed may run beside ours.
+OURS="^$PM_BUILD_DIR/(procmgrd|procmgr-rank)"
 
 setup() {
 	W=$(mktemp -d /tmp/pm-it.XXXXXX)
@@ -17,7 +19,7 @@ setup() {
 # stops procmgrd after srun returns, so wait for that, with a deadline.
 teardown() {
 	wait_until 15 no_leftovers || {
-		echo "left behind:"; pgrep -a -f 'procmgrd|procmgr-rank' || true
+		echo "left behind:"; pgrep -a -f "$OURS" || true
 		find "$STATE" -name '*.run' -o -name sock || true
 		return 1
 	}
@@ -25,7 +27,7 @@ teardown() {
 }
 
 no_leftovers() {
-	! pgrep -f 'procmgrd|procmgr-rank' >/dev/null &&
+	! pgrep -f "$OURS" >/dev/null &&
 		[ -z "$(find "$STATE" \( -name '*.run' -o -name sock -o -name 'heartbeat.*' \) 2>/dev/null)" ]
 }
 
@@ -45,3 +47,6 @@ count() { local pat=$1; grep -c -- "$pat" "$PM_LOG" || true; }
 
 last_job() { ls -1t "$STATE" | head -n 1; }
 events() { cat "$STATE/$1/$2.events.jsonl"; }
+
+# At least N ranks have logged their start.
+started() { [ "$(count start)" -ge "$1" ]; }

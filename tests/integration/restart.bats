@@ -144,7 +144,7 @@ hello() { # port credential node
 @test "the control port refuses a bad credential, another job's, another user's, and garbage" {
 	srun -N4 -n8 --procmgr --export=ALL,RUN=60 "$WORKER" &
 	pid=$!
-	wait_until 30 test "$(count start)" -eq 8
+	wait_until 30 started 8
 	ports=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
 	job=$(last_job)
 	sock=$PM_TESTBED_DIR/munge/munge.socket
@@ -172,7 +172,7 @@ hello() { # port credential node
 @test "losing a node's procmgrd ends the step with a clear message instead of hanging" {
 	srun -N4 -n8 --procmgr-restart=on-failure:3 --export=ALL,RUN=60 "$WORKER" >"$W/out" 2>&1 &
 	pid=$!
-	wait_until 30 test "$(count start)" -eq 8
+	wait_until 30 started 8
 	job=$(last_job)
 	# procmgrd of node 2 (pmnode3): its rundir holds the socket.
 	victim=$(pgrep -f "procmgrd --job $job --step 0 --node-id 2 ")

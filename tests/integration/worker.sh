@@ -21,9 +21,10 @@ if [ "${HANG_RANK:-}" = "$RANK" ] && [ "$gen" = 0 ]; then
 	sleep 300 & wait
 fi
 if [ "$RANK" = "${FAIL_RANK:-}" ] && { [ "${FAIL_GEN:-0}" = any ] || [ "${FAIL_GEN:-0}" = "$gen" ]; }; then
-	case "${FAIL_HOW:-exit:7}" in
+	how=${FAIL_HOW:-exit:7}
+	case "$how" in
 	kill) log fail "how=kill"; kill -9 $$ ;;
-	exit:*) log fail "how=${FAIL_HOW:-exit:7}"; exit "${FAIL_HOW#exit:}" ;;
+	exit:*) log fail "how=$how"; exit "${how#exit:}" ;;
 	esac
 fi
 if [ -n "${PROCMGR_HEARTBEAT:-}" ] && [ -n "${BEAT:-}" ]; then touch "$PROCMGR_HEARTBEAT"; fi
