@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,10 @@
 
 #include <slurm/slurm.h>
 
+#include "bind.h"
+#include "checkspec.h"
+#include "drain.h"
+#include "health.h"
 #include "hostlist.h"
 #include "plugin.h"
 
@@ -36,6 +41,9 @@ struct pm_node {
 	char rundir[PATH_MAX];
 	char munge_socket[PATH_MAX];
 	char shim[PATH_MAX];
+	char nodename[256];
+	char report[PATH_MAX]; /* procmgrd's account of a failed check */
+	struct pm_bind_plan *plan;
 	pid_t pid;      /* procmgrd */
 	int pidfd;
 	uint32_t tasks_exited;
@@ -101,6 +109,7 @@ static int pick_ports(spank_t sp, struct pm_node *n)
 static int prepare(spank_t sp)
 {
 	struct pm_node *n = &node_s;
+	struct stat st;
 
 	if (spank_get_item(sp, S_JOB_ID, &n->job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &n->step) != ESPANK_SUCCESS ||
@@ -138,10 +147,22 @@ static int prepare(spank_t sp)
 	snprintf(n->jobdir, sizeof(n->jobdir), "%.3000s/%u", pm_g.site.state_dir, n->job);
 	if (mkdir(n->jobdir, 0700) && errno != EEXIST)
 		return fail("cannot create %s: %s", n->jobdir, strerror(errno));
-	if (chown(n->jobdir, n->uid, n->gid))
+	/* We are root here: never follow a link, never take another user's
+	 * directory (a job id seen before, or a trap). */
+	if (lstat(n->jobdir, &st))
+		return fail("cannot stat %s: %s", n->jobdir, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != n->uid))
+		return fail("%s is not a directory of root or of the job's user: remove it",
+			    n->jobdir);
+	if (lchown(n->jobdir, n->uid, n->gid))
 		return fail("cannot give %s to the job's user: %s", n->jobdir, strerror(errno));
 	snprintf(n->rundir, sizeof(n->rundir), "%.3000s/%u.%u.run", n->jobdir, n->step,
 		 n->nodeid);
+	snprintf(n->report, sizeof(n->report), "%.3000s/%u.%u.unhealthy", n->jobdir,
+		 n->step, n->nodeid);
+	if (spank_getenv(sp, "SLURMD_NODENAME", n->nodename, sizeof(n->nodename)) !=
+	    ESPANK_SUCCESS)
+		n->nodename[0] = '\0';
 	return 0;
 }
 
@@ -235,13 +256,15 @@ static void exec_procmgrd(spank_t sp, struct pm_node *n, int ready_fd, pid_t ste
 	snprintf(a[6], 64, "%u", pm_g.site.fanout);
 	snprintf(a[7], 64, "%d", ready_fd);
 	snprintf(a[8], 64, "%d", (int)stepd);
+	snprintf(a[9], 64, "%u", pm_g.site.health_timeout_ms);
 	{
 		char *argv[] = {
 			pm_g.site.runtime, "--job", a[0], "--step", a[1], "--node-id", a[2],
 			"--nodes", n->nodelist, "--ntasks-local", a[3], "--ntasks", a[4],
 			"--port", a[5], "--fanout", a[6], "--rundir", n->rundir,
 			"--events", events, "--opts", opts, "--ready-fd", a[7],
-			"--watch-pid", a[8],
+			"--watch-pid", a[8], "--health-report", n->report,
+			"--health-timeout", a[9],
 			n->munge_socket[0] ? "--munge-socket" : NULL, n->munge_socket, NULL
 		};
 		char *envp[] = { "PATH=/usr/bin:/bin", NULL };
@@ -253,6 +276,50 @@ static void exec_procmgrd(spank_t sp, struct pm_node *n, int ready_fd, pid_t ste
 		dprintf(ready_fd, "error: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(1);
 	}
+}
+
+/* Once per node, before the tasks fork: they inherit the plan. */
+static void plan_binding(spank_t sp, struct pm_node *n)
+{
+	char allowed[4096], gpus[1024], err[PM_ERRLEN];
+	cpu_set_t set;
+	size_t off = 0;
+	int cpu, start = -1;
+
+	allowed[0] = '\0';
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		for (cpu = 0; cpu <= CPU_SETSIZE; cpu++) {
+			bool in = cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set);
+			if (in && start < 0)
+				start = cpu;
+			if (!in && start >= 0 && off + 24 < sizeof(allowed)) {
+				off += (size_t)snprintf(allowed + off, sizeof(allowed) - off,
+							"%s%d", off ? "," : "", start);
+				if (cpu - 1 > start)
+					off += (size_t)snprintf(allowed + off, sizeof(allowed) - off,
+								"-%d", cpu - 1);
+				start = -1;
+			}
+		}
+	}
+	if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS &&
+	    spank_getenv(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof(gpus)) != ESPANK_SUCCESS)
+		gpus[0] = '\0';
+	if (pm_bind_plan_node(pm_g.site.topology[0] ? pm_g.site.topology : NULL,
+			      pm_g.resolved.bind, (int)n->ntasks_local,
+			      allowed[0] ? allowed : NULL, gpus[0] ? gpus : NULL, &n->plan,
+			      err, sizeof(err)))
+		fail("cannot plan the binding of node %u's ranks: %s", n->nodeid, err);
+}
+
+static int bind_setenv(void *ctx, const char *name, const char *value)
+{
+	return spank_setenv(ctx, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static int bind_getenv(void *ctx, const char *name, char *buf, size_t len)
+{
+	return spank_getenv(ctx, name, buf, (int)len) == ESPANK_SUCCESS ? 0 : -1;
 }
 
 int pm_remote_user_init(spank_t sp)
@@ -310,12 +377,18 @@ int pm_remote_user_init(spank_t sp)
 	close(p[0]);
 	buf[len] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	if (strcmp(buf, "ok")) {
-		char node[64];
-		snprintf(node, sizeof(node), "%u", n->nodeid);
-		fail("procmgrd did not start on node %s: %s", node,
+	if (!strncmp(buf, "health\t", 7)) {
+		char *node = buf + 7, *why = strchr(node, '\t');
+		if (why)
+			*why++ = '\0';
+		fail("node %s failed a health check before launch: %s; the step does not "
+		     "start", node, why ? why : "?");
+	} else if (strcmp(buf, "ok")) {
+		fail("procmgrd did not start on node %u: %s", n->nodeid,
 		     len ? buf : "it exited without a word (see its log in state_dir)");
 	}
+	if (!pm_g.error[0] && pm_g.resolved.bind)
+		plan_binding(sp, n);
 	return 0;
 }
 
@@ -376,6 +449,16 @@ int pm_remote_task_init(spank_t sp)
 		rc |= set(sp, "PROCMGR_HANG_MS", "%u", pm_g.resolved.hang_timeout_ms);
 		rc |= set(sp, "PROCMGR_HEARTBEAT", "%s/heartbeat.%d", n->rundir, lrank);
 	}
+	if (n->plan) {
+		char msg[2048];
+		if (pm_bind_apply_rank(n->plan, lrank, bind_setenv, bind_getenv, sp, msg,
+				       sizeof(msg))) {
+			pm_err("rank %u: binding: %s", rank, msg);
+			return -1;
+		}
+		if (pm_g.resolved.verbose && msg[0])
+			fprintf(stderr, PM_NAME ": rank %u: %s\n", rank, msg);
+	}
 	/* Slurm execs the supervisor in the command's place, after TaskProlog
 	 * and the rest of the task's set-up; it runs the command itself. */
 	rc |= set(sp, "PROCMGR_ARGV0", "%s", argv[0]);
@@ -390,11 +473,16 @@ int pm_remote_task_init(spank_t sp)
 /* procmgrd removes its run directory; after a SIGKILL we do. */
 static void remove_rundir(struct pm_node *n)
 {
-	DIR *d = opendir(n->rundir);
+	/* As root in a directory of the user's: no link is followed. */
+	int fd = open(n->rundir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			unlinkat(dirfd(d), de->d_name, 0);
@@ -438,10 +526,69 @@ int pm_remote_task_exit(spank_t sp)
 	return 0;
 }
 
+/* procmgrd (the user's) says a check failed here. Drain only for a check of
+ * the site's own list, and only if it fails again when we, root, run it:
+ * a job's user must not be able to drain a node at will. */
+static bool site_check(const char *item)
+{
+	char list[PM_LIST_MAX], *save = NULL, *tok;
+
+	snprintf(list, sizeof(list), "%s", pm_g.site.health);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, item))
+			return true;
+	return false;
+}
+
+static void maybe_drain(struct pm_node *n)
+{
+	char line[1024], err[PM_ERRLEN], *colon;
+	struct pm_check check;
+	struct pm_health *h = NULL;
+	struct pm_health_result res;
+	struct pm_health_ctx ctx = { .timeout_ms = pm_g.site.health_timeout_ms };
+	FILE *f;
+	int fd;
+
+	fd = open(n->report, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	unlink(n->report);
+	line[strcspn(line, "\n")] = '\0';
+	colon = strstr(line, ": ");
+	if (!pm_g.site.drain || !colon || !n->nodename[0])
+		return;
+	*colon = '\0';
+	if (!site_check(line) || pm_check_parse(line, &check, err, sizeof(err)) ||
+	    pm_health_open(&h, &ctx, err, sizeof(err)))
+		return;
+	if (pm_health_run(h, &check, 1, &res) > 0) {
+		char reason[512];
+		snprintf(reason, sizeof(reason), "%s: %s", res.check, res.reason);
+		if (pm_drain_node(n->nodename, reason, err, sizeof(err)))
+			pm_err("%s", err);
+		else
+			pm_info("drained node %s: %s", n->nodename, reason);
+	}
+	pm_health_close(h);
+}
+
 int pm_remote_exit(spank_t sp)
 {
 	(void)sp;
-	if (active)
-		stop_procmgrd(&node_s);
+	if (!active)
+		return 0;
+	stop_procmgrd(&node_s);
+	maybe_drain(&node_s);
+	if (node_s.plan)
+		pm_bind_plan_free(node_s.plan);
 	return 0;
 }

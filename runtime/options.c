@@ -409,6 +409,7 @@ void pm_site_init(struct pm_site *s)
 	s->defaults.restart_max = 0;
 	s->max_restarts = PM_DEFAULT_MAX_RESTARTS;
 	s->fanout = PM_DEFAULT_FANOUT;
+	s->health_timeout_ms = 30000;
 	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
 }
 
@@ -436,7 +437,7 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 			snprintf(err, errlen,
 				 "%s: argument '%.*s%s' is not key=value (keys: runtime, "
 				 "default_restart, max_restarts, default_bind, default_grace, "
-				 "health, drain, ports, fanout, state_dir, topology)", file,
+				 "health, health_timeout, drain, ports, fanout, state_dir, topology)", file,
 				 Q(argv[i]));
 			return -1;
 		}
@@ -476,6 +477,11 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 			    pm_checks_parse(v, NULL, 0, why, sizeof(why)) < 0)
 				return site_bad(err, errlen, file, key, v, PM_CHECK_GRAMMAR);
 			strcpy(s->health, v);
+		} else if (!strcmp(key, "health_timeout")) {
+			if (pm_parse_seconds(v, &s->health_timeout_ms) ||
+			    s->health_timeout_ms < 100 || s->health_timeout_ms > 3600000)
+				return site_bad(err, errlen, file, key, v,
+						"seconds from 0.1 to 3600");
 		} else if (!strcmp(key, "drain")) {
 			if (strcmp(v, "yes") && strcmp(v, "no"))
 				return site_bad(err, errlen, file, key, v, "yes or no");
@@ -505,7 +511,7 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 			snprintf(err, errlen,
 				 "%s: unknown key '%s' (value '%.*s%s'); keys: runtime, "
 				 "default_restart, max_restarts, default_bind, default_grace, "
-				 "health, drain, ports, fanout, state_dir, topology",
+				 "health, health_timeout, drain, ports, fanout, state_dir, topology",
 				 file, key, Q(v));
 			return -1;
 		}

@@ -67,6 +67,7 @@ struct pm_site {
 	unsigned fanout;
 	char state_dir[PATH_MAX];
 	char topology[PATH_MAX]; /* hwloc XML, "" for live discovery */
+	unsigned health_timeout_ms; /* per check script */
 };
 
 #define PM_DEFAULT_RESTARTS 3

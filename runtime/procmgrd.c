@@ -21,12 +21,14 @@
 
 #include <slurm/slurm.h>
 
+#include "guard.h"
 #include "step.h"
 #include "tree.h"
 
 struct daemon {
 	struct pm_loop loop;
 	struct pm_step step;
+	struct pm_guard guard;
 	char rundir[PATH_MAX];
 	char sock_path[PATH_MAX];
 	unsigned port;
@@ -318,13 +320,15 @@ int main(int argc, char **argv)
 		{ "ntasks", 1, 0, 't' }, { "port", 1, 0, 'p' }, { "fanout", 1, 0, 'k' },
 		{ "rundir", 1, 0, 'r' }, { "events", 1, 0, 'e' },
 		{ "munge-socket", 1, 0, 'm' }, { "opts", 1, 0, 'o' },
-		{ "ready-fd", 1, 0, 'R' }, { "watch-pid", 1, 0, 'W' }, { 0, 0, 0, 0 }
+		{ "ready-fd", 1, 0, 'R' }, { "watch-pid", 1, 0, 'W' },
+		{ "health-report", 1, 0, 'H' }, { "health-timeout", 1, 0, 'T' },
+		{ 0, 0, 0, 0 }
 	};
 	struct daemon d;
 	struct pm_step *s = &d.step;
-	const char *nodes = NULL, *events = NULL, *opts = "";
-	char err[PM_ERRLEN], msg[PM_ERRLEN + 16];
-	unsigned v;
+	const char *nodes = NULL, *events = NULL, *opts = "", *report = NULL;
+	char err[PM_ERRLEN], msg[PM_ERRLEN + 1024];
+	unsigned v, health_timeout = 30000;
 	int c, rc = 1;
 
 	memset(&d, 0, sizeof(d));
@@ -348,6 +352,8 @@ int main(int argc, char **argv)
 		case 'e': events = optarg; break;
 		case 'm': s->munge_socket = optarg; break;
 		case 'o': opts = optarg; break;
+		case 'H': report = optarg; break;
+		case 'T': bad = pm_parse_uint(optarg, 1, 3600000, &health_timeout); break;
 		case 'R': bad = pm_parse_uint(optarg, 0, 65535, &v); d.ready_fd = (int)v; break;
 		case 'W': bad = pm_parse_uint(optarg, 1, ~0u >> 1, &v); d.watch_pid = (pid_t)v; break;
 		default: usage(); return 2;
@@ -376,7 +382,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "procmgrd: %s\n", err);
 		goto out_ready;
 	}
-	if (pm_loop_init(&d.loop) || pm_step_init(s) || setup_signals(&d)) {
+	/* Site check scripts are told where they run, as under slurmd. */
+	setenv("SLURMD_NODENAME", s->names[s->node], 1);
+	if (pm_guard_init(&d.guard, s->opts.health, s->names[s->node], report,
+			  health_timeout, err, sizeof(err)))
+		goto out_ready;
+	s->guard = &d.guard;
+	d.guard.on_fail = pm_step_health_failed;
+	d.guard.arg = s;
+	if (pm_loop_init(&d.loop) || pm_step_init(s) || setup_signals(&d) ||
+	    pm_guard_periodic(&d.guard, &d.loop, s->opts.health_interval_ms)) {
 		snprintf(err, sizeof(err), "cannot set up the event loop: %s", strerror(errno));
 		goto out_ready;
 	}
@@ -407,17 +422,24 @@ int main(int argc, char **argv)
 		d.connect_deadline = pm_now_ms() + 30000;
 		try_connect(&d);
 	}
-	if (s->node == 0) {
-		char f[128];
-		snprintf(f, sizeof(f), "\"nodes\":%d,\"ranks\":%d,\"gen\":0", s->nnodes,
-			 s->ntasks);
-		pm_event(&s->events, "start", f);
+	/* Before launch: a node that fails never starts a rank, and stays in
+	 * the tree only to have the root end the step everywhere. */
+	{
+		char why[1024];
+		if (pm_guard_run(&d.guard, why, sizeof(why))) {
+			snprintf(msg, sizeof(msg), "health\t%s\t%s\n", s->names[s->node], why);
+			ready(&d, msg);
+			pm_step_health_failed(s, why);
+		} else {
+			ready(&d, "ok\n");
+			pm_step_ready(s);
+		}
 	}
-	ready(&d, "ok\n");
 	if (pm_loop_run(&d.loop))
 		pm_log(s, "epoll: %m");
 	rc = 0;
 	cleanup_rundir(&d);
+	pm_guard_free(&d.guard, &d.loop);
 	pm_step_free(s);
 	return rc;
 

@@ -239,11 +239,14 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				kill_strays();
 				reaped(r, status);
 			}
-		} else {
+		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			/* scancel, or Slurm ending the step: pass it on, then go. */
 			if (r->child > 0)
 				kill(-r->child, (int)si.ssi_signo);
 			finish(r, 128 + (int)si.ssi_signo);
+		} else if (r->child > 0) {
+			/* srun --signal=USR1@60 and the like: for the command. */
+			kill(-r->child, (int)si.ssi_signo);
 		}
 	}
 }

@@ -18,6 +18,8 @@ static void node_finish(struct pm_step *s, uint32_t gen);
 static void node_abort(struct pm_step *s, const struct pm_msg *m);
 static void check_done(struct pm_step *s);
 static void check_stopped(struct pm_step *s);
+static void root_health(struct pm_step *s, const struct pm_msg *m);
+static void report_fail(struct pm_step *s, const struct pm_msg *m);
 static void start_next(struct pm_step *s);
 
 void pm_log(struct pm_step *s, const char *fmt, ...)
@@ -136,6 +138,36 @@ static void root_abort(struct pm_step *s, int code, int rank, int node,
 	node_abort(s, &m);
 }
 
+/* A node failed a check: while running, like a rank failure (the checks
+ * run again before the restart); between generations, the end. */
+static void root_health(struct pm_step *s, const struct pm_msg *m)
+{
+	char esc[1024], f[1200], text[1200], label[64];
+	unsigned delay = 0;
+	const char *when = s->phase == PM_PHASE_STARTING ? "before launch" :
+			   s->phase == PM_PHASE_RUNNING ? "while running" : "before a restart";
+
+	pm_json_escape(m->text, esc, sizeof(esc));
+	snprintf(f, sizeof(f), "\"gen\":%u,\"node\":\"%s\",\"check\":\"%s\",\"when\":\"%s\"",
+		 m->gen, node_name(s, m->node), esc, when);
+	pm_event(&s->events, "health_failed", f);
+	if (terminal(s))
+		return;
+	restart_label(s, label, sizeof(label));
+	if (s->phase == PM_PHASE_RUNNING &&
+	    pm_policy_decide(&s->policy, s->restarts, true, &delay) == PM_DECIDE_RESTART) {
+		s->fail_t0 = pm_now_ms();
+		say(s, "procmgr: generation %u: node %s failed a health check (%s); "
+		       "restarting all %d ranks", s->gen, node_name(s, m->node), m->text,
+		    s->ntasks);
+		node_stop(s, s->gen);
+		return;
+	}
+	snprintf(text, sizeof(text), "procmgr: node %s failed a health check %s: %.900s; "
+		 "ending the step (%s)", node_name(s, m->node), when, m->text, label);
+	root_abort(s, 1, -1, m->node, text);
+}
+
 static void root_fail(struct pm_step *s, const struct pm_msg *m)
 {
 	char how[128], label[64], text[1024], f[512];
@@ -144,6 +176,10 @@ static void root_fail(struct pm_step *s, const struct pm_msg *m)
 	unsigned delay = 0;
 	enum pm_decision d;
 
+	if (m->count & PM_FLAG_HEALTH) {
+		root_health(s, m);
+		return;
+	}
 	pm_status_describe(m->status, hung, how, sizeof(how));
 	if (lost)
 		snprintf(how, sizeof(how), "lost its supervisor (the task was killed)");
@@ -176,7 +212,8 @@ static void root_fail(struct pm_step *s, const struct pm_msg *m)
 			 "procmgr: rank %d on %s %s in generation %u; giving up after %d "
 			 "restart%s (%s)", m->rank, node_name(s, m->node), how, m->gen,
 			 s->restarts, s->restarts == 1 ? "" : "s", label);
-	root_abort(s, hung ? 1 : pm_status_exit_code(m->status), m->rank, m->node, text);
+	root_abort(s, hung || lost ? 1 : pm_status_exit_code(m->status), m->rank, m->node,
+		   text);
 }
 
 static void root_generation_done(struct pm_step *s)
@@ -248,6 +285,7 @@ static void node_stop(struct pm_step *s, uint32_t gen)
 		return;
 	s->gen = gen;
 	s->phase = PM_PHASE_STOPPING;
+	s->checked = false;
 	s->stop_t0 = pm_now_ms();
 	s->stopped_children = 0;
 	s->stopped_sent = false;
@@ -313,10 +351,16 @@ void pm_step_abort_local(struct pm_step *s, const char *why)
 {
 	struct pm_msg m;
 
+	int i;
+
 	pm_log(s, "%s", why);
 	pm_msg_init(&m, PM_MSG_ABORT);
 	m.status = 1;
 	pm_msg_set_text(&m, why);
+	/* Said by one rank of this node, where the reason is known. */
+	for (i = 0; i < s->ntasks_local; i++)
+		if (s->ranks[i].c && (m.rank < 0 || s->ranks[i].grank < m.rank))
+			m.rank = s->ranks[i].grank;
 	if (is_root(s))
 		pm_event(&s->events, "give_up", "\"reason\":\"local\"");
 	node_abort(s, &m);
@@ -355,6 +399,15 @@ static void check_stopped(struct pm_step *s)
 	for (i = 0; i < s->ntasks_local; i++)
 		if (s->ranks[i].stop_pending)
 			return;
+	if (!s->checked) {
+		/* No rank runs here now: check the node before a restart. */
+		char why[1024];
+		s->checked = true;
+		if (s->guard && pm_guard_run(s->guard, why, sizeof(why)))
+			pm_step_health_failed(s, why);
+		if (s->phase != PM_PHASE_STOPPING)
+			return;
+	}
 	if (1 + s->stopped_children < s->subtree)
 		return;
 	s->stopped_sent = true;
@@ -368,6 +421,35 @@ static void check_stopped(struct pm_step *s)
 	send_up(s, &m);
 }
 
+/* Generation 0 starts when every node is ready: connected, its checks
+ * passed. A node that failed them never says so, and the root ends the
+ * step instead. */
+static void check_ready(struct pm_step *s)
+{
+	struct pm_msg m;
+	char f[128];
+
+	if (s->phase != PM_PHASE_STARTING || s->ready_sent || !s->local_ready ||
+	    1 + s->ready_children < s->subtree)
+		return;
+	s->ready_sent = true;
+	if (!is_root(s)) {
+		pm_msg_init(&m, PM_MSG_READY);
+		m.count = (uint32_t)s->subtree;
+		send_up(s, &m);
+		return;
+	}
+	snprintf(f, sizeof(f), "\"gen\":0,\"nodes\":%d,\"ranks\":%d", s->nnodes, s->ntasks);
+	pm_event(&s->events, "launch", f);
+	node_start(s, 0);
+}
+
+void pm_step_ready(struct pm_step *s)
+{
+	s->local_ready = true;
+	check_ready(s);
+}
+
 /* A failure anywhere goes to the root, which alone decides. */
 static void report_fail(struct pm_step *s, const struct pm_msg *m)
 {
@@ -375,6 +457,20 @@ static void report_fail(struct pm_step *s, const struct pm_msg *m)
 		root_fail(s, m);
 	else
 		send_up(s, m);
+}
+
+void pm_step_health_failed(void *step, const char *why)
+{
+	struct pm_step *s = step;
+	struct pm_msg m;
+
+	pm_log(s, "health check failed: %s", why);
+	pm_msg_init(&m, PM_MSG_FAIL);
+	m.gen = s->gen;
+	m.node = s->node;
+	m.count = PM_FLAG_HEALTH;
+	pm_msg_set_text(&m, why);
+	report_fail(s, &m);
 }
 
 /* ---- rank supervisors ---- */
@@ -533,17 +629,18 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 			return;
 		}
 		idx = m->node - s->child_first;
+		/* Who it is first: nothing else is told to an unknown peer. */
 		err[0] = '\0';
-		if (idx < 0 || idx >= s->nchildren)
+		pm_auth_payload(payload, sizeof(payload), s->job, s->stepid);
+		if (pm_auth_verify(s->munge_socket, m->text, s->uid, payload, err,
+				   sizeof(err))) {
+			if (!err[0])
+				snprintf(err, sizeof(err), "credential refused");
+		} else if (idx < 0 || idx >= s->nchildren) {
 			snprintf(err, sizeof(err), "node %d is not a child of node %d",
 				 m->node, s->node);
-		else if (s->children[idx])
+		} else if (s->children[idx]) {
 			snprintf(err, sizeof(err), "node %d is already connected", m->node);
-		else {
-			pm_auth_payload(payload, sizeof(payload), s->job, s->stepid);
-			if (pm_auth_verify(s->munge_socket, m->text, s->uid, payload, err,
-					   sizeof(err)) && !err[0])
-				snprintf(err, sizeof(err), "credential refused");
 		}
 		if (err[0]) {
 			static char why[400];
@@ -575,6 +672,10 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	switch (m->type) {
 	case PM_MSG_FAIL:
 		report_fail(s, m);
+		break;
+	case PM_MSG_READY:
+		s->ready_children += (int)m->count;
+		check_ready(s);
 		break;
 	case PM_MSG_DONE:
 		if (m->gen == s->gen && s->phase == PM_PHASE_RUNNING) {
@@ -693,8 +794,10 @@ bool pm_step_over(const struct pm_step *s)
 
 	if (!terminal(s))
 		return false;
+	/* Every supervisor must have come and gone: one that is late still
+	 * needs to be told how the step ended. */
 	for (i = 0; i < s->ntasks_local; i++)
-		if (s->ranks[i].c)
+		if (s->ranks[i].st != PM_RANK_GONE)
 			return false;
 	return true;
 }
@@ -708,7 +811,7 @@ int pm_step_init(struct pm_step *s)
 	if (!s->ranks || !s->children)
 		return -1;
 	pm_policy_from_opts(&s->policy, &s->opts);
-	s->phase = PM_PHASE_RUNNING;
+	s->phase = PM_PHASE_STARTING;
 	s->delay_w.fd = pm_timer_new();
 	s->delay_w.fn = delay_expired;
 	s->delay_w.arg = s;

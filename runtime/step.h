@@ -10,6 +10,7 @@
 
 #include "conn.h"
 #include "events.h"
+#include "guard.h"
 #include "loop.h"
 #include "options.h"
 #include "policy.h"
@@ -31,6 +32,7 @@ struct pm_rank {
 };
 
 enum pm_phase {
+	PM_PHASE_STARTING, /* until every node is ready: no rank runs yet */
 	PM_PHASE_RUNNING,
 	PM_PHASE_STOPPING,
 	PM_PHASE_DELAY,    /* root: waiting to start the next generation */
@@ -64,6 +66,10 @@ struct pm_step {
 	int done_children, stopped_children; /* nodes below that reported */
 	bool done_sent, stopped_sent;
 	struct pm_msg end_msg; /* FINISH or ABORT, for supervisors that come late */
+	bool checked; /* this node's checks ran since the last STOP */
+	bool local_ready, ready_sent;
+	int ready_children;
+	struct pm_guard *guard;
 	/* root only */
 	int restarts;
 	uint64_t stop_t0, fail_t0;
@@ -84,6 +90,10 @@ void pm_step_tree_conn(struct pm_step *s, int fd);
 int pm_step_parent_up(struct pm_step *s, int fd);
 /* The parent is unreachable, or slurmstepd went away: end the step here. */
 void pm_step_abort_local(struct pm_step *s, const char *why);
+/* This node passed its checks before launch: count it in. */
+void pm_step_ready(struct pm_step *s);
+/* A periodic health check failed here: like a rank failure. */
+void pm_step_health_failed(void *step, const char *why);
 /* Whether everything procmgrd serves has ended. */
 bool pm_step_over(const struct pm_step *s);
 /* Log line of procmgrd (its own log file), prefixed with the node. */

@@ -32,12 +32,14 @@ enum pm_msg_type {
 	PM_MSG_RANK_EXIT,  /* gen, status (wait status), count: flags */
 	PM_MSG_RANK_STOPPED, /* gen */
 	PM_MSG_PRINT,      /* text for the rank's stderr (--procmgr-verbose) */
+	PM_MSG_READY,      /* up, count: nodes of the subtree ready to launch */
 	PM_MSG_TYPE_MAX
 };
 
 enum {
 	PM_FLAG_HUNG = 1u << 0, /* no heartbeat for the hang timeout */
 	PM_FLAG_LOST = 1u << 1, /* the rank's supervisor went away */
+	PM_FLAG_HEALTH = 1u << 2, /* a node failed a health check; text: why */
 };
 
 struct pm_msg {

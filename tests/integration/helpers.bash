@@ -18,6 +18,10 @@ setup() {
 # Everything procmgr started is gone once a step has ended: slurmstepd
 # stops procmgrd after srun returns, so wait for that, with a deadline.
 teardown() {
+	# A failed test may leave its job running: it must not hold the nodes
+	# for the next test (what it left is still checked below).
+	scancel --quiet -u root 2>/dev/null || true
+	scancel --quiet -u nobody 2>/dev/null || true
 	wait_until 15 no_leftovers || {
 		echo "left behind:"; pgrep -a -f "$OURS" || true
 		find "$STATE" -name '*.run' -o -name sock || true

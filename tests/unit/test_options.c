@@ -1062,7 +1062,7 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, health, drain, ports, fanout, state_dir, topology");
+		 "default_grace, health, health_timeout, drain, ports, fanout, state_dir, topology");
 
 	/* Keys are case-sensitive and exact. */
 	assert_int_equal(site(&s, "Drain=yes", NULL, NULL), -1);

@@ -1,0 +1,168 @@
+#include "guard.h"
+
+#include "health.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int pm_guard_init(struct pm_guard *g, const char *list, const char *node,
+		  const char *report, unsigned timeout_ms, char *err, size_t errlen)
+{
+	struct pm_health_ctx ctx = { .timeout_ms = timeout_ms };
+	char why[512];
+	int n;
+
+	memset(g, 0, sizeof(*g));
+	g->timer_w.fd = g->pipe_w.fd = -1;
+	g->node = node;
+	snprintf(g->report, sizeof(g->report), "%s", report ? report : "");
+	n = pm_checks_parse(list, NULL, 0, why, sizeof(why));
+	if (n < 0) {
+		snprintf(err, errlen, "health checks '%s': %s", list, why);
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	g->checks = calloc((size_t)n, sizeof(*g->checks));
+	if (!g->checks || pm_checks_parse(list, g->checks, n, why, sizeof(why)) != n) {
+		snprintf(err, errlen, "health checks: %s", g->checks ? why : strerror(errno));
+		return -1;
+	}
+	g->n = n;
+	return pm_health_open(&g->h, &ctx, err, errlen);
+}
+
+static void write_report(struct pm_guard *g, const char *why)
+{
+	FILE *f;
+
+	if (!g->report[0])
+		return;
+	f = fopen(g->report, "we");
+	if (!f)
+		return;
+	fprintf(f, "%s\n", why);
+	fclose(f);
+}
+
+int pm_guard_run(struct pm_guard *g, char *why, size_t len)
+{
+	struct pm_health_result *res;
+	int i, bad;
+
+	if (g->n == 0)
+		return 0;
+	res = calloc((size_t)g->n, sizeof(*res));
+	if (!res) {
+		snprintf(why, len, "health checks: out of memory");
+		return -1;
+	}
+	bad = pm_health_run(g->h, g->checks, g->n, res);
+	for (i = 0; bad && i < g->n; i++) {
+		if (res[i].status == PM_HEALTH_OK)
+			continue;
+		snprintf(why, len, "%s: %s%s", res[i].check,
+			 res[i].status == PM_HEALTH_ERROR ? "could not check: " : "",
+			 res[i].reason);
+		write_report(g, why);
+		break;
+	}
+	free(res);
+	return bad ? -1 : 0;
+}
+
+static void on_result(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_guard *g = w->arg;
+	ssize_t n;
+	(void)ev;
+
+	while ((n = read(w->fd, g->buf + g->len, sizeof(g->buf) - 1 - g->len)) > 0)
+		g->len += (size_t)n;
+	if (n < 0 && errno == EAGAIN)
+		return;
+	/* EOF: the run is over. */
+	pm_loop_del(l, w);
+	close(w->fd);
+	w->fd = -1;
+	waitpid(g->child, NULL, 0);
+	g->child = 0;
+	g->buf[g->len] = '\0';
+	if (g->len) {
+		g->buf[strcspn(g->buf, "\n")] = '\0';
+		write_report(g, g->buf);
+		g->on_fail(g->arg, g->buf);
+	}
+}
+
+static void on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_guard *g = w->arg;
+	int p[2];
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (g->child > 0) /* the last run is still going: skip this one */
+		return;
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	g->child = fork();
+	if (g->child < 0) {
+		close(p[0]);
+		close(p[1]);
+		g->child = 0;
+		return;
+	}
+	if (g->child == 0) {
+		char why[1024];
+		close(p[0]);
+		signal(SIGTERM, SIG_DFL);
+		if (pm_guard_run(g, why, sizeof(why)))
+			(void)!write(p[1], why, strlen(why));
+		_exit(0);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	g->len = 0;
+	g->pipe_w = (struct pm_watch){ .fd = p[0], .fn = on_result, .arg = g };
+	if (pm_loop_add(l, &g->pipe_w, EPOLLIN)) {
+		close(p[0]);
+		g->pipe_w.fd = -1;
+	}
+}
+
+int pm_guard_periodic(struct pm_guard *g, struct pm_loop *l, unsigned interval_ms)
+{
+	if (g->n == 0 || interval_ms == 0)
+		return 0;
+	g->timer_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_timer, .arg = g };
+	if (g->timer_w.fd < 0 || pm_loop_add(l, &g->timer_w, EPOLLIN))
+		return -1;
+	return pm_timer_set(g->timer_w.fd, interval_ms, interval_ms);
+}
+
+void pm_guard_free(struct pm_guard *g, struct pm_loop *l)
+{
+	if (g->child > 0) {
+		kill(g->child, SIGKILL);
+		waitpid(g->child, NULL, 0);
+	}
+	if (g->pipe_w.fd >= 0) {
+		pm_loop_del(l, &g->pipe_w);
+		close(g->pipe_w.fd);
+	}
+	if (g->timer_w.fd >= 0) {
+		pm_loop_del(l, &g->timer_w);
+		close(g->timer_w.fd);
+	}
+	if (g->h)
+		pm_health_close(g->h);
+	free(g->checks);
+}
