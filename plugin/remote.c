@@ -52,6 +52,8 @@ struct pm_node {
 static struct pm_node node_s;
 static bool active; /* procmgr supervises this step on this node */
 
+static void maybe_drain(struct pm_node *n);
+
 /* slurmstepd's own configuration, for the munge socket (weak: no link to a
  * particular libslurm). */
 extern slurm_conf_t slurm_conf __attribute__((weak));
@@ -85,6 +87,29 @@ static int fail(const char *fmt, ...)
 	}
 	pm_err("%s", pm_g.error);
 	return 0; /* told to the user from task_init, where srun shows it */
+}
+
+/* Our node's Slurm name, to drain it: the step's node list at our index.
+ * slurm_hostlist_* come from the Slurm library slurmstepd has loaded. */
+static void this_node_name(struct pm_node *n)
+{
+	hostlist_t hl = slurm_hostlist_create(n->nodelist);
+	char *h = NULL;
+	uint32_t i;
+
+	n->nodename[0] = '\0';
+	if (!hl)
+		return;
+	for (i = 0; i <= n->nodeid; i++) {
+		free(h);
+		h = slurm_hostlist_shift(hl);
+		if (!h)
+			break;
+	}
+	if (h)
+		snprintf(n->nodename, sizeof(n->nodename), "%s", h);
+	free(h);
+	slurm_hostlist_destroy(hl);
 }
 
 /* The step's ports: Slurm's reserved ones, else the site's range. */
@@ -160,9 +185,7 @@ static int prepare(spank_t sp)
 		 n->nodeid);
 	snprintf(n->report, sizeof(n->report), "%.3000s/%u.%u.unhealthy", n->jobdir,
 		 n->step, n->nodeid);
-	if (spank_getenv(sp, "SLURMD_NODENAME", n->nodename, sizeof(n->nodename)) !=
-	    ESPANK_SUCCESS)
-		n->nodename[0] = '\0';
+	this_node_name(n);
 	return 0;
 }
 
@@ -521,8 +544,11 @@ int pm_remote_task_exit(spank_t sp)
 
 	if (!active || n->pid <= 0)
 		return 0;
-	if (++n->tasks_exited >= n->ntasks_local)
+	if (++n->tasks_exited >= n->ntasks_local) {
 		stop_procmgrd(n);
+		/* Now, before Slurm sweeps the step's processes away. */
+		maybe_drain(n);
+	}
 	return 0;
 }
 
@@ -564,13 +590,27 @@ static void maybe_drain(struct pm_node *n)
 	unlink(n->report);
 	line[strcspn(line, "\n")] = '\0';
 	colon = strstr(line, ": ");
-	if (!pm_g.site.drain || !colon || !n->nodename[0])
+	if (!pm_g.site.drain || !colon)
 		return;
 	*colon = '\0';
-	if (!site_check(line) || pm_check_parse(line, &check, err, sizeof(err)) ||
-	    pm_health_open(&h, &ctx, err, sizeof(err)))
+	if (!site_check(line)) {
+		pm_info("not draining for '%s': not one of the site's checks", line);
 		return;
-	if (pm_health_run(h, &check, 1, &res) > 0) {
+	}
+	if (!n->nodename[0]) {
+		pm_err("cannot drain for '%s': this node's name is unknown", line);
+		return;
+	}
+	/* As procmgrd ran it: site scripts learn where they run. */
+	setenv("SLURMD_NODENAME", n->nodename, 1);
+	if (pm_check_parse(line, &check, err, sizeof(err)) ||
+	    pm_health_open(&h, &ctx, err, sizeof(err))) {
+		pm_err("cannot re-run '%s' before draining: %s", line, err);
+		return;
+	}
+	if (pm_health_run(h, &check, 1, &res) == 0) {
+		pm_info("not draining %s: '%s' passes when run as root", n->nodename, line);
+	} else {
 		char reason[512];
 		snprintf(reason, sizeof(reason), "%s: %s", res.check, res.reason);
 		if (pm_drain_node(n->nodename, reason, err, sizeof(err)))

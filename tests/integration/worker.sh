@@ -21,6 +21,13 @@ if [ "${HANG_RANK:-}" = "$RANK" ] && [ "$gen" = 0 ]; then
 	sleep 300 & wait
 fi
 if [ "$RANK" = "${FAIL_RANK:-}" ] && { [ "${FAIL_GEN:-0}" = any ] || [ "${FAIL_GEN:-0}" = "$gen" ]; }; then
+	# FAIL_AFTER_ALL: fail only once every rank of this generation runs.
+	if [ -n "${FAIL_AFTER_ALL:-}" ]; then
+		for _ in $(seq 400); do
+			[ "$(grep -c "^start .* gen=$gen " "$PM_LOG")" -ge "$WORLD_SIZE" ] && break
+			sleep 0.05
+		done
+	fi
 	how=${FAIL_HOW:-exit:7}
 	case "$how" in
 	kill) log fail "how=kill"; kill -9 $$ ;;

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# Issue 5: node health checks before launch, before a restart, while
+# running; drain by site policy.
+load helpers
+
+# Site arguments for this test only: slurmstepd reads plugstack.conf per step.
+site() {
+	cp "$PM_TESTBED_DIR/plugstack.conf" "$W/plugstack.orig"
+	sed -i "s|\$| $*|" "$PM_TESTBED_DIR/plugstack.conf"
+}
+
+teardown_site() {
+	[ -f "$W/plugstack.orig" ] && cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
+	scontrol update nodename=pmnode2 state=resume 2>/dev/null || true
+}
+
+teardown() {
+	teardown_site
+	scancel --quiet -u root 2>/dev/null || true
+	wait_until 15 no_leftovers
+	rm -rf "$W"
+}
+
+# A check script in the style of NHC: exit 0 healthy, else the first line
+# is the reason. It fails on the nodes named in $W/bad (one per line).
+check_script() {
+	cat >"$W/check.sh" <<-EOS
+	#!/bin/bash
+	if grep -qx "\$SLURMD_NODENAME" "$W/bad" 2>/dev/null; then
+		echo "fan 3 failed on \$SLURMD_NODENAME"
+		echo "second line is not the reason"
+		exit 1
+	fi
+	exit 0
+	EOS
+	chmod 0755 "$W/check.sh"
+}
+
+@test "a check failing on one node stops the step before any rank starts" {
+	check_script
+	echo pmnode2 >"$W/bad"
+	run step_healthy --procmgr-health=script:$W/check.sh
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"node pmnode2 failed a health check before launch: script:$W/check.sh: fan 3 failed on pmnode2; the step does not start"* ]]
+	[ "$(count start)" -eq 0 ]
+	run events "$(last_job)" 0
+	[[ "$output" == *'"event":"health_failed","gen":0,"node":"pmnode2"'*'"when":"before launch"'* ]]
+	[[ "$output" != *'"event":"launch"'* ]]
+}
+
+step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
+
+@test "passing checks let the step run; the ranks start after every node passed" {
+	check_script
+	run step_healthy --procmgr-health=script:$W/check.sh,mem:1M,disk:/tmp:1K
+	[ "$status" -eq 0 ]
+	[ "$(count done)" -eq 8 ]
+	run events "$(last_job)" 0
+	[[ "$output" == *'"event":"launch","gen":0,"nodes":4,"ranks":8'* ]]
+}
+
+@test "a site check that fails drains the node with the reason (drain=yes)" {
+	check_script
+	echo pmnode2 >"$W/bad"
+	site "drain=yes health=script:$W/check.sh"
+	run step_healthy --procmgr
+	[ "$status" -ne 0 ]
+	wait_until 15 bash -c "scontrol show node pmnode2 | grep -q 'Reason=procmgr: script:$W/check.sh: fan 3 failed on pmnode2'"
+	scontrol show node pmnode2 | grep -q "State=.*DRAIN"
+	# The other nodes are not drained.
+	! scontrol show node pmnode1 | grep -q DRAIN
+}
+
+@test "a user's own failing check does not drain the node, even with drain=yes" {
+	check_script
+	echo pmnode2 >"$W/bad"
+	site "drain=yes"
+	run step_healthy --procmgr-health=script:$W/check.sh
+	[ "$status" -ne 0 ]
+	! scontrol show node pmnode2 | grep -q DRAIN
+}
+
+@test "a check failing while running restarts the step; failing again before the restart ends it" {
+	check_script
+	# The node goes bad once every rank is running.
+	cat >"$W/go-bad.sh" <<-EOS
+	#!/bin/bash
+	[ "\$RANK" = 0 ] && [ "\$PROCMGR_RESTART_COUNT" = 0 ] && echo pmnode3 >"$W/bad"
+	sleep 30
+	EOS
+	chmod 0755 "$W/go-bad.sh"
+	run srun -N4 -n8 --procmgr-restart=on-failure:2 --procmgr-health=script:$W/check.sh \
+		--procmgr-health-interval=1 "$W/go-bad.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"node pmnode3 failed a health check before a restart: script:$W/check.sh: fan 3 failed on pmnode3; ending the step"* ]]
+	run events "$(last_job)" 0
+	[[ "$output" == *'"node":"pmnode3"'*'"when":"while running"'* ]]
+	[[ "$output" == *'"node":"pmnode3"'*'"when":"before a restart"'* ]]
+}
+
+@test "a check script that hangs is killed at the site's timeout and reported so" {
+	cat >"$W/hang.sh" <<-EOS
+	#!/bin/bash
+	echo "checking the filesystem"
+	sleep 300
+	EOS
+	chmod 0755 "$W/hang.sh"
+	site "health_timeout=1"
+	SECONDS=0
+	run step_healthy --procmgr-health=script:$W/hang.sh
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"timed out after 1"* ]]
+	# Killed, not waited for: nothing of it is left.
+	! pgrep -f "$W/hang.sh"
+	[ "$SECONDS" -lt 30 ]
+}
