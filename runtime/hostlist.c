@@ -1,6 +1,7 @@
 #include "hostlist.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +117,125 @@ int pm_ports_parse(const char *s, unsigned *first, unsigned *count)
 	}
 	*count = n;
 	return 0;
+}
+
+void pm_hostlist_free(char **names, int n)
+{
+	int i;
+	if (!names)
+		return;
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int push(char ***v, int *n, int *cap, int max, char *name)
+{
+	if (!name)
+		return -1;
+	if (*n >= max) {
+		free(name);
+		return -1;
+	}
+	if (*n == *cap) {
+		int ncap = *cap ? *cap * 2 : 16;
+		char **nv = realloc(*v, (size_t)ncap * sizeof(**v));
+		if (!nv) {
+			free(name);
+			return -1;
+		}
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = name;
+	return 0;
+}
+
+/* One item: "prefix", or "prefix[ranges]suffix". */
+static int expand_item(const char *item, size_t len, char ***v, int *n, int *cap,
+		       int max)
+{
+	const char *lb = memchr(item, '[', len), *rb, *p;
+	size_t plen, slen;
+
+	if (!lb) {
+		if (!len || memchr(item, ']', len))
+			return -1;
+		return push(v, n, cap, max, strndup(item, len));
+	}
+	rb = memchr(lb, ']', len - (size_t)(lb - item));
+	if (!rb || lb == item || memchr(rb + 1, '[', len - (size_t)(rb + 1 - item)) ||
+	    memchr(rb + 1, ']', len - (size_t)(rb + 1 - item)))
+		return -1;
+	plen = (size_t)(lb - item);
+	slen = len - (size_t)(rb + 1 - item);
+	for (p = lb + 1; p < rb;) {
+		const char *q = p;
+		unsigned long a, b;
+		int width;
+		while (q < rb && isdigit((unsigned char)*q))
+			q++;
+		if (q == p || q - p > 9)
+			return -1;
+		width = (int)(q - p);
+		a = strtoul(p, NULL, 10);
+		b = a;
+		if (*q == '-') {
+			const char *r = ++q;
+			while (q < rb && isdigit((unsigned char)*q))
+				q++;
+			if (q == r || q - r > 9)
+				return -1;
+			b = strtoul(r, NULL, 10);
+			if (b < a)
+				return -1;
+		}
+		if (q < rb && *q != ',')
+			return -1;
+		if (*q == ',' && q + 1 == rb)
+			return -1;
+		for (; a <= b; a++) {
+			char *name = malloc(plen + slen + 16);
+			if (!name)
+				return -1;
+			snprintf(name, plen + slen + 16, "%.*s%0*lu%.*s", (int)plen, item,
+				 width, a, (int)slen, rb + 1);
+			if (push(v, n, cap, max, name))
+				return -1;
+		}
+		p = q < rb ? q + 1 : q;
+	}
+	return 0;
+}
+
+int pm_hostlist_expand(const char *list, int max, char ***out)
+{
+	char **v = NULL;
+	int n = 0, cap = 0, depth = 0;
+	const char *start = list, *p;
+
+	if (!list || !*list)
+		return -1;
+	for (p = list;; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']')
+			depth--;
+		if (depth < 0 || depth > 1)
+			goto bad;
+		if ((*p == ',' && depth == 0) || *p == '\0') {
+			if (expand_item(start, (size_t)(p - start), &v, &n, &cap, max))
+				goto bad;
+			if (!*p)
+				break;
+			start = p + 1;
+		}
+	}
+	if (depth)
+		goto bad;
+	*out = v;
+	return n;
+bad:
+	pm_hostlist_free(v, n);
+	return -1;
 }

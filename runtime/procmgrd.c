@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <slurm/slurm.h>
+#include "hostlist.h"
 
 #include "guard.h"
 #include "step.h"
@@ -63,27 +63,12 @@ static int resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
 
 static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 {
-	hostlist_t hl = slurm_hostlist_create(list);
-	char *h, **names;
-	int n = 0, cap;
+	int n = pm_hostlist_expand(list, 10000000, out);
 
-	if (!hl) {
+	if (n <= 0) {
 		snprintf(err, errlen, "bad node list '%s'", list);
 		return -1;
 	}
-	cap = slurm_hostlist_count(hl);
-	names = calloc((size_t)cap + 1, sizeof(*names));
-	while (names && (h = slurm_hostlist_shift(hl)) && n < cap) {
-		names[n++] = strdup(h);
-		free(h);
-	}
-	slurm_hostlist_destroy(hl);
-	if (!names || n == 0) {
-		snprintf(err, errlen, "empty node list '%s'", list);
-		free(names);
-		return -1;
-	}
-	*out = names;
 	return n;
 }
 

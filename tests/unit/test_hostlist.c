@@ -207,6 +207,61 @@ static void test_ports_bad(void **state)
 	ports_bad("99999999999999999999999999");
 }
 
+/* Expands list and compares with the names joined by spaces. */
+static void expect(const char *list, const char *want)
+{
+	char **v = NULL, joined[4096] = "";
+	int n = pm_hostlist_expand(list, 1000, &v), i;
+
+	assert_true(n > 0);
+	for (i = 0; i < n; i++) {
+		strcat(joined, i ? " " : "");
+		strcat(joined, v[i]);
+	}
+	assert_string_equal(joined, want);
+	/* The first host agrees with the full expansion. */
+	{
+		char first[256];
+		assert_int_equal(pm_hostlist_first(list, first, sizeof(first)), 0);
+		assert_string_equal(first, v[0]);
+	}
+	pm_hostlist_free(v, n);
+}
+
+static void test_expand(void **state)
+{
+	(void)state;
+	expect("n1", "n1");
+	expect("n[1-4]", "n1 n2 n3 n4");
+	expect("n[01-03,7]", "n01 n02 n03 n7"); /* as scontrol show hostnames */
+	expect("a,b", "a b");
+	expect("gpu[3-4]-ib", "gpu3-ib gpu4-ib");
+	expect("rack1-n[5],x[9-10]", "rack1-n5 x9 x10");
+	expect("pmnode[1-4]", "pmnode1 pmnode2 pmnode3 pmnode4");
+}
+
+static void test_expand_bad(void **state)
+{
+	static const char *const bad[] = {
+		"", "[1-2]", "n[", "n]", "n[a-b]", "n[2-1]", "n[1,]", "n[1-2][3]",
+		"n[[1]]", "n[1-2", ",", "a,,b", "n[-1]", "n[1--2]",
+	};
+	char **v = NULL;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = pm_hostlist_expand(bad[i], 1000, &v);
+		if (n >= 0)
+			fail_msg("'%s' was accepted (%d hosts)", bad[i], n);
+	}
+	/* Bounded: a list may not make more names than asked for. */
+	assert_int_equal(pm_hostlist_expand("n[1-100000]", 1000, &v), -1);
+	assert_int_equal(pm_hostlist_expand("n[1-1000]", 1000, &v), 1000);
+	assert_string_equal(v[999], "n1000");
+	pm_hostlist_free(v, 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +269,8 @@ int main(void)
 		cmocka_unit_test(test_first_bad),
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_ports_bad),
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_expand_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
