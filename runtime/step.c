@@ -586,6 +586,20 @@ void pm_step_rank_conn(struct pm_step *s, int fd)
 
 /* ---- the tree ---- */
 
+/* A node's procmgrd is gone: the root ends the step, others pass it up. */
+static void report_lost(struct pm_step *s, const struct pm_msg *m)
+{
+	char text[512];
+
+	if (!is_root(s)) {
+		send_up(s, m);
+		return;
+	}
+	snprintf(text, sizeof(text), "procmgr: lost node %s (its procmgrd or slurmstepd "
+		 "went away); ending the step", node_name(s, m->node));
+	root_abort(s, 1, -1, m->node, text);
+}
+
 static void child_closed(struct pm_conn *c, const char *why)
 {
 	struct pm_step *s = c->w.arg;
@@ -599,15 +613,7 @@ static void child_closed(struct pm_conn *c, const char *why)
 			       why ? ": " : "", why ? why : "");
 			pm_msg_init(&m, PM_MSG_LOST);
 			m.node = c->id;
-			if (is_root(s)) {
-				char text[512];
-				snprintf(text, sizeof(text),
-					 "procmgr: lost node %s (its procmgrd or slurmstepd "
-					 "went away); ending the step", node_name(s, c->id));
-				root_abort(s, 1, -1, c->id, text);
-			} else {
-				send_up(s, &m);
-			}
+			report_lost(s, &m);
 		}
 	} else if (why) {
 		pm_log(s, "refused tree connection: %s", why);
@@ -690,15 +696,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		}
 		break;
 	case PM_MSG_LOST:
-		if (is_root(s)) {
-			char text[512];
-			snprintf(text, sizeof(text),
-				 "procmgr: lost node %s (its procmgrd or slurmstepd went "
-				 "away); ending the step", node_name(s, m->node));
-			root_abort(s, 1, -1, m->node, text);
-		} else {
-			send_up(s, m);
-		}
+		report_lost(s, m);
 		break;
 	default:
 		pm_conn_drop(c, "unexpected message from a child");
