@@ -353,6 +353,7 @@ int pm_remote_user_init(spank_t sp)
 	ssize_t len = 0;
 	struct pollfd pfd;
 	pid_t stepd = getpid();
+	int nchecks, wait_ms;
 
 	if (!active || pm_g.error[0])
 		return 0;
@@ -375,14 +376,17 @@ int pm_remote_user_init(spank_t sp)
 	close(p[1]);
 	n->pidfd = (int)syscall(SYS_pidfd_open, n->pid, 0);
 
-	/* Ready means listening, with this node's checks passed. */
+	/* Ready means listening, with this node's checks done: give them
+	 * their time (each script is bounded by health_timeout). */
+	nchecks = pm_checks_parse(pm_g.resolved.health, NULL, 0, buf, sizeof(buf));
+	wait_ms = 30000 + (nchecks > 0 ? nchecks : 0) * (int)pm_g.site.health_timeout_ms;
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
 	while (len < (ssize_t)sizeof(buf) - 1) {
 		ssize_t r;
-		int pr = poll(&pfd, 1, 30000);
+		int pr = poll(&pfd, 1, wait_ms);
 		if (pr == 0) {
-			snprintf(buf, sizeof(buf), "error: not ready after 30 s");
+			snprintf(buf, sizeof(buf), "error: not ready after %d s", wait_ms / 1000);
 			len = (ssize_t)strlen(buf);
 			break;
 		}

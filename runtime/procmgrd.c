@@ -293,7 +293,7 @@ static void usage(void)
 		"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST "
 		"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] "
 		"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] "
-		"[--watch-pid PID]\n"
+		"[--watch-pid PID] [--health-report FILE] [--health-timeout MS]\n"
 		"procmgrd is started by procmgr.so inside a Slurm step.\n");
 }
 
