@@ -836,6 +836,7 @@ static void test_site_init(void **state)
 	assert_int_equal(s.max_restarts, 10);
 	assert_string_equal(s.health, "");
 	assert_false(s.drain);
+	assert_int_equal(s.health_timeout_ms, 30000);
 	assert_int_equal(s.port_lo, 0);
 	assert_int_equal(s.port_hi, 0);
 	assert_int_equal(s.fanout, PM_DEFAULT_FANOUT);
@@ -916,6 +917,10 @@ static void test_site_keys(void **state)
 
 	site_ok(&s, "drain=yes");
 	assert_true(s.drain);
+	site_ok(&s, "health_timeout=1.5");
+	assert_int_equal(s.health_timeout_ms, 1500);
+	site_ok(&s, "health_timeout=0.1");
+	assert_int_equal(s.health_timeout_ms, 100);
 	site_ok(&s, "drain=no");
 	assert_false(s.drain);
 
@@ -993,6 +998,11 @@ static void test_site_bad(void **state)
 		{ "default_bind", "gpux", "none, closest" },
 		{ "default_bind", "gpu,", "none, closest" },
 		{ "default_bind", "gpu,,cpu", "mem-strict" },
+		{ "health_timeout", "", "seconds from 0.1 to 3600" },
+		{ "health_timeout", "0", "seconds from 0.1 to 3600" },
+		{ "health_timeout", "0.099", "seconds from 0.1 to 3600" },
+		{ "health_timeout", "3600.001", "seconds from 0.1 to 3600" },
+		{ "health_timeout", "1m", "seconds from 0.1 to 3600" },
 		{ "default_grace", "", "seconds from 0 to 3600" },
 		{ "default_grace", "3601", "seconds from 0 to 3600" },
 		{ "default_grace", "3600.001", "seconds from 0 to 3600" },
