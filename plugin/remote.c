@@ -1,6 +1,5 @@
 /* slurmstepd: one per node per step. Starts this node's procmgrd, turns each
  * task into a supervised rank, and stops everything at step end. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -27,6 +26,7 @@
 #include "health.h"
 #include "hostlist.h"
 #include "plugin.h"
+#include "rundir.h"
 
 /* Everything this node's part of the step needs; filled in init_post_opt
  * (root) and user_init, inherited by every task's process. */
@@ -500,21 +500,7 @@ int pm_remote_task_init(spank_t sp)
 /* procmgrd removes its run directory; after a SIGKILL we do. */
 static void remove_rundir(struct pm_node *n)
 {
-	/* As root in a directory of the user's: no link is followed. */
-	int fd = open(n->rundir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	if (rmdir(n->rundir))
+	if (pm_rundir_remove(n->rundir))
 		pm_err("cannot remove %s: %m", n->rundir);
 }
 

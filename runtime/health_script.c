@@ -98,6 +98,18 @@ static void take(struct first_line *fl, const char *p, size_t n)
 	fl->buf[fl->len] = '\0';
 }
 
+/* One read of the script's output; *open drops to 0 at EOF or an error. */
+static void read_some(int fd, struct first_line *fl, int *open)
+{
+	char buf[4096];
+	ssize_t k = read(fd, buf, sizeof(buf));
+
+	if (k > 0)
+		take(fl, buf, (size_t)k);
+	else if (k == 0 || errno != EINTR)
+		*open = 0;
+}
+
 void pm_health_script(struct pm_health *h, const struct pm_check *c,
 		      struct pm_health_result *r)
 {
@@ -151,14 +163,8 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 			timed_out = -1;
 			break;
 		}
-		if (p[1].revents) {
-			char buf[4096];
-			ssize_t k = read(pipefd[0], buf, sizeof(buf));
-			if (k > 0)
-				take(&fl, buf, (size_t)k);
-			else if (k == 0 || errno != EINTR)
-				pipe_open = 0;
-		}
+		if (p[1].revents)
+			read_some(pipefd[0], &fl, &pipe_open);
 		if (p[0].revents & POLLIN)
 			exited = 1;
 	}
@@ -170,14 +176,8 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 	 * it without blocking: a grandchild that escaped the group (setsid)
 	 * may hold the pipe open, and is not worth waiting for. */
 	fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
-	while (pipe_open && !fl.done) {
-		char buf[4096];
-		ssize_t k = read(pipefd[0], buf, sizeof(buf));
-		if (k > 0)
-			take(&fl, buf, (size_t)k);
-		else if (k == 0 || errno != EINTR)
-			pipe_open = 0;
-	}
+	while (pipe_open && !fl.done)
+		read_some(pipefd[0], &fl, &pipe_open);
 	memset(&si, 0, sizeof(si));
 	while (waitid(P_PID, (id_t)pid, &si, WEXITED) < 0 && errno == EINTR)
 		;

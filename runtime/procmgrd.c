@@ -2,7 +2,6 @@
  * job's user. Supervises this node's ranks and joins the step's control
  * tree. Everything is an event on one epoll loop. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -22,6 +21,7 @@
 #include "hostlist.h"
 
 #include "guard.h"
+#include "rundir.h"
 #include "step.h"
 #include "tree.h"
 
@@ -264,17 +264,8 @@ static int setup_signals(struct daemon *d)
 
 static void cleanup_rundir(struct daemon *d)
 {
-	DIR *dir = opendir(d->rundir);
-	struct dirent *de;
-
-	if (dir) {
-		while ((de = readdir(dir)))
-			if (de->d_name[0] != '.')
-				unlinkat(dirfd(dir), de->d_name, 0);
-		closedir(dir);
-	}
-	if (rmdir(d->rundir) && errno != ENOENT)
-		pm_log(&d->step, "rmdir %s: %m", d->rundir);
+	if (pm_rundir_remove(d->rundir))
+		pm_log(&d->step, "cannot remove %s: %m", d->rundir);
 }
 
 static void ready(struct daemon *d, const char *msg)
