@@ -23,6 +23,7 @@
 #include "bind.h"
 #include "checkspec.h"
 #include "drain.h"
+#include "gpumap.h"
 #include "health.h"
 #include "hostlist.h"
 #include "plugin.h"
@@ -44,6 +45,7 @@ struct pm_node {
 	char nodename[256];
 	char report[PATH_MAX]; /* procmgrd's account of a failed check */
 	struct pm_bind_plan *plan;
+	char step_gpus[1024]; /* set when Slurm renumbers the task's GPUs */
 	pid_t pid;      /* procmgrd */
 	int pidfd;
 	uint32_t tasks_exited;
@@ -325,9 +327,15 @@ static void plan_binding(spank_t sp, struct pm_node *n)
 			}
 		}
 	}
-	if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS &&
-	    spank_getenv(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof(gpus)) != ESPANK_SUCCESS)
+	if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) == ESPANK_SUCCESS) {
+		char cvd[1024];
+		/* ConstrainDevices=yes: the task will see these as 0..n-1. */
+		if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd)) == ESPANK_SUCCESS &&
+		    pm_gpus_renumbered(gpus, cvd))
+			snprintf(n->step_gpus, sizeof(n->step_gpus), "%s", gpus);
+	} else if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof(gpus)) != ESPANK_SUCCESS) {
 		gpus[0] = '\0';
+	}
 	if (pm_bind_plan_node(pm_g.site.topology[0] ? pm_g.site.topology : NULL,
 			      pm_g.resolved.bind, (int)n->ntasks_local,
 			      allowed[0] ? allowed : NULL, gpus[0] ? gpus : NULL, &n->plan,
@@ -431,6 +439,23 @@ static int set(spank_t sp, const char *name, const char *fmt, ...)
 	return spank_setenv(sp, name, v, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
+/* The plan names the node's GPUs; under ConstrainDevices the task knows
+ * them by their place in the step's list. */
+static int renumber_gpus(spank_t sp, struct pm_node *n, uint32_t rank)
+{
+	char node[1024], task[1024];
+
+	if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", node, sizeof(node)) != ESPANK_SUCCESS)
+		return 0;
+	if (pm_gpus_to_task(n->step_gpus, node, task, sizeof(task)) ||
+	    spank_setenv(sp, "CUDA_VISIBLE_DEVICES", task, 1) != ESPANK_SUCCESS) {
+		pm_err("rank %u: cannot renumber GPUs %s within the step's %s", rank, node,
+		       n->step_gpus);
+		return -1;
+	}
+	return 0;
+}
+
 int pm_remote_task_init(spank_t sp)
 {
 	struct pm_node *n = &node_s;
@@ -485,6 +510,8 @@ int pm_remote_task_init(spank_t sp)
 		}
 		if (pm_g.resolved.verbose && msg[0])
 			fprintf(stderr, PM_NAME ": rank %u: %s\n", rank, msg);
+		if (n->step_gpus[0] && renumber_gpus(sp, n, rank))
+			return -1;
 	}
 	/* Slurm execs the supervisor in the command's place, after TaskProlog
 	 * and the rest of the task's set-up; it runs the command itself. */
