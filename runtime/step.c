@@ -482,7 +482,6 @@ static void rank_closed(struct pm_conn *c, const char *why)
 	struct pm_msg m;
 
 	if (r && r->c == c) {
-		bool was_running = r->st == PM_RANK_RUNNING;
 		r->c = NULL;
 		r->stop_pending = false;
 		r->st = PM_RANK_GONE;
@@ -494,7 +493,6 @@ static void rank_closed(struct pm_conn *c, const char *why)
 			m.rank = r->grank;
 			m.node = s->node;
 			m.count = PM_FLAG_LOST;
-			(void)was_running;
 			report_fail(s, &m);
 		}
 		check_stopped(s);
