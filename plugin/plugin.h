@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <slurm/spank.h>
 
-#include "options.h"
+#include "common/options.h"
 
 #define PM_NAME "procmgr"
 /* Options travel from sbatch's batch step to its srun steps, and from srun

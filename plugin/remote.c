@@ -20,14 +20,14 @@
 
 #include <slurm/slurm.h>
 
-#include "bind.h"
-#include "checkspec.h"
+#include "affinity/bind.h"
+#include "common/checkspec.h"
 #include "drain.h"
-#include "gpumap.h"
-#include "health.h"
-#include "hostlist.h"
+#include "affinity/gpumap.h"
+#include "health/health.h"
+#include "common/hostlist.h"
 #include "plugin.h"
-#include "rundir.h"
+#include "io/rundir.h"
 
 /* Everything this node's part of the step needs; filled in init_post_opt
  * (root) and user_init, inherited by every task's process. */

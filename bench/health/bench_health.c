@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkspec.h"
-#include "health.h"
+#include "common/checkspec.h"
+#include "health/health.h"
 
 extern char **environ;
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nvml_abi.h"
+#include "health/nvml_abi.h"
 
 #define FAKE_MAX_DEV 64
 #define FAKE_MAX_XID 256

@@ -12,10 +12,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "affinity.h"
-#include "bind.h"
-#include "options.h"
-#include "topology.h"
+#include "affinity/affinity.h"
+#include "affinity/bind.h"
+#include "common/options.h"
+#include "affinity/topology.h"
 
 static char err[PM_ERRLEN];
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "checkspec.h"
+#include "common/checkspec.h"
 
 static char err[512];
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gpumap.h"
+#include "affinity/gpumap.h"
 
 static void test_renumbered(void **state)
 {

@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkspec.h"
-#include "cmd.h"
-#include "health.h"
+#include "common/checkspec.h"
+#include "cli/cmd.h"
+#include "health/health.h"
 
 /* Formats into an array; a test's path that does not fit is a test bug. */
 #define FMT(buf, ...) \

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "hostlist.h"
+#include "common/hostlist.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "options.h"
-#include "checkspec.h"
+#include "common/options.h"
+#include "common/checkspec.h"
 
 #define FILE_NAME "/etc/slurm/plugstack.conf.d/procmgr.conf"
 

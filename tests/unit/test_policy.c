@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "options.h"
-#include "policy.h"
+#include "common/options.h"
+#include "common/policy.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tree.h"
+#include "common/tree.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 

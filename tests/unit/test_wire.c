@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "wire.h"
+#include "common/wire.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 

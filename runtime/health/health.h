@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "checkspec.h"
+#include "common/checkspec.h"
 
 #define PM_HEALTH_DEFAULT_MIN (1ull << 30)       /* mem, disk: 1 GiB */
 #define PM_HEALTH_DEFAULT_TIMEOUT_MS 30000u      /* scripts */

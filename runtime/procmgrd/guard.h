@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "checkspec.h"
-#include "loop.h"
+#include "common/checkspec.h"
+#include "io/loop.h"
 
 struct pm_health;
 struct pm_step;

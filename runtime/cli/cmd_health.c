@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "health.h"
+#include "health/health.h"
 
 #define PM_HEALTH_MAX_CHECKS 64
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "affinity.h"
-#include "options.h"
+#include "common/options.h"
 #include "topology.h"
 
 struct pm_bind_plan {

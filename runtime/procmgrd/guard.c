@@ -1,6 +1,6 @@
 #include "guard.h"
 
-#include "health.h"
+#include "health/health.h"
 
 #include <errno.h>
 #include <fcntl.h>

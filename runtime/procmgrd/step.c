@@ -1,7 +1,7 @@
 #include "step.h"
 
-#include "auth.h"
-#include "tree.h"
+#include "io/auth.h"
+#include "common/tree.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -18,12 +18,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "hostlist.h"
+#include "common/hostlist.h"
 
 #include "guard.h"
-#include "rundir.h"
+#include "io/rundir.h"
 #include "step.h"
-#include "tree.h"
+#include "common/tree.h"
 
 struct daemon {
 	struct pm_loop loop;

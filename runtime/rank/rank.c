@@ -21,10 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "loop.h"
-#include "options.h"
-#include "policy.h"
+#include "io/conn.h"
+#include "io/loop.h"
+#include "common/options.h"
+#include "common/policy.h"
 
 struct rank {
 	struct pm_loop loop;

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "affinity.h"
-#include "bind.h"
+#include "affinity/affinity.h"
+#include "affinity/bind.h"
 #include "cmd.h"
-#include "options.h"
+#include "common/options.h"
 
 #define USAGE \
 	"usage: procmgr bind --explain [--topology FILE] [--tasks N] [--gpus LIST]\n" \

@@ -8,12 +8,12 @@
 #include <limits.h>
 #include <sys/types.h>
 
-#include "conn.h"
-#include "events.h"
+#include "io/conn.h"
+#include "io/events.h"
 #include "guard.h"
-#include "loop.h"
-#include "options.h"
-#include "policy.h"
+#include "io/loop.h"
+#include "common/options.h"
+#include "common/policy.h"
 
 enum pm_rank_state {
 	PM_RANK_ABSENT,  /* its supervisor has not connected yet */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "loop.h"
-#include "wire.h"
+#include "common/wire.h"
 
 struct pm_conn;
 typedef void (*pm_msg_fn)(struct pm_conn *c, const struct pm_msg *m);
