@@ -20,7 +20,8 @@ int pm_guard_init(struct pm_guard *g, const char *list, const char *node,
 	int n;
 
 	memset(g, 0, sizeof(*g));
-	g->timer_w.fd = g->pipe_w.fd = -1;
+	g->timer_w.fd = g->periodic.pipe_w.fd = g->between.pipe_w.fd = -1;
+	g->periodic.g = g->between.g = g;
 	g->node = node;
 	snprintf(g->report, sizeof(g->report), "%s", report ? report : "");
 	n = pm_checks_parse(list, NULL, 0, why, sizeof(why));
@@ -78,49 +79,59 @@ int pm_guard_run(struct pm_guard *g, char *why, size_t len)
 	return bad ? -1 : 0;
 }
 
+static void job_end(struct pm_guard_job *j)
+{
+	if (j->pipe_w.fd >= 0) {
+		pm_loop_del(j->g->loop, &j->pipe_w);
+		close(j->pipe_w.fd);
+		j->pipe_w.fd = -1;
+	}
+	if (j->child > 0)
+		waitpid(j->child, NULL, 0);
+	j->child = 0;
+}
+
 static void on_result(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
-	struct pm_guard *g = w->arg;
+	struct pm_guard_job *j = w->arg;
+	struct pm_guard *g = j->g;
 	ssize_t n;
+	(void)l;
 	(void)ev;
 
-	while ((n = read(w->fd, g->buf + g->len, sizeof(g->buf) - 1 - g->len)) > 0)
-		g->len += (size_t)n;
+	while ((n = read(w->fd, j->buf + j->len, sizeof(j->buf) - 1 - j->len)) > 0)
+		j->len += (size_t)n;
 	if (n < 0 && errno == EAGAIN)
 		return;
 	/* EOF: the run is over. */
-	pm_loop_del(l, w);
-	close(w->fd);
-	w->fd = -1;
-	waitpid(g->child, NULL, 0);
-	g->child = 0;
-	g->buf[g->len] = '\0';
-	if (g->len) {
-		g->buf[strcspn(g->buf, "\n")] = '\0';
-		write_report(g, g->buf);
-		g->on_fail(g->arg, g->buf);
+	job_end(j);
+	j->buf[j->len] = '\0';
+	j->buf[strcspn(j->buf, "\n")] = '\0';
+	if (j->len)
+		write_report(g, j->buf);
+	if (j == &g->between) {
+		if (g->on_checked)
+			g->on_checked(g->arg, j->len ? j->buf : NULL);
+	} else if (j->len && g->on_fail) {
+		g->on_fail(g->arg, j->buf);
 	}
 }
 
-static void on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+/* The child writes the first failure, or nothing, and exits. */
+static int job_start(struct pm_guard *g, struct pm_guard_job *j)
 {
-	struct pm_guard *g = w->arg;
 	int p[2];
-	(void)ev;
 
-	pm_timer_ack(w->fd);
-	if (g->child > 0) /* the last run is still going: skip this one */
-		return;
 	if (pipe2(p, O_CLOEXEC))
-		return;
-	g->child = fork();
-	if (g->child < 0) {
+		return -1;
+	j->child = fork();
+	if (j->child < 0) {
 		close(p[0]);
 		close(p[1]);
-		g->child = 0;
-		return;
+		j->child = 0;
+		return -1;
 	}
-	if (g->child == 0) {
+	if (j->child == 0) {
 		char why[1024];
 		close(p[0]);
 		signal(SIGTERM, SIG_DFL);
@@ -130,18 +141,51 @@ static void on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 	close(p[1]);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	g->len = 0;
-	g->pipe_w = (struct pm_watch){ .fd = p[0], .fn = on_result, .arg = g };
-	if (pm_loop_add(l, &g->pipe_w, EPOLLIN)) {
+	j->len = 0;
+	j->pipe_w = (struct pm_watch){ .fd = p[0], .fn = on_result, .arg = j };
+	if (pm_loop_add(g->loop, &j->pipe_w, EPOLLIN)) {
 		close(p[0]);
-		g->pipe_w.fd = -1;
+		j->pipe_w.fd = -1;
+		kill(j->child, SIGKILL);
+		job_end(j);
+		return -1;
 	}
+	return 0;
+}
+
+static void on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_guard *g = w->arg;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (g->periodic.child > 0) /* the last run is still going: skip this one */
+		return;
+	if (job_start(g, &g->periodic))
+		fprintf(stderr, "procmgrd: cannot start the periodic health checks: %s\n",
+			strerror(errno));
+}
+
+int pm_guard_start(struct pm_guard *g, struct pm_loop *l, char *why, size_t len)
+{
+	if (g->n == 0)
+		return 1;
+	g->loop = l;
+	if (g->between.child > 0)
+		return 0; /* one is going: its result counts */
+	if (job_start(g, &g->between)) {
+		snprintf(why, len, "cannot start the health checks: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 int pm_guard_periodic(struct pm_guard *g, struct pm_loop *l, unsigned interval_ms)
 {
 	if (g->n == 0 || interval_ms == 0)
 		return 0;
+	g->loop = l;
 	g->timer_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_timer, .arg = g };
 	if (g->timer_w.fd < 0 || pm_loop_add(l, &g->timer_w, EPOLLIN))
 		return -1;
@@ -150,13 +194,13 @@ int pm_guard_periodic(struct pm_guard *g, struct pm_loop *l, unsigned interval_m
 
 void pm_guard_free(struct pm_guard *g, struct pm_loop *l)
 {
-	if (g->child > 0) {
-		kill(g->child, SIGKILL);
-		waitpid(g->child, NULL, 0);
-	}
-	if (g->pipe_w.fd >= 0) {
-		pm_loop_del(l, &g->pipe_w);
-		close(g->pipe_w.fd);
+	struct pm_guard_job *jobs[] = { &g->periodic, &g->between };
+	size_t i;
+
+	for (i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		if (jobs[i]->child > 0)
+			kill(jobs[i]->child, SIGKILL);
+		job_end(jobs[i]);
 	}
 	if (g->timer_w.fd >= 0) {
 		pm_loop_del(l, &g->timer_w);

@@ -215,7 +215,7 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 
 	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (!pm_step_over(&d->step) && d->step.phase != PM_PHASE_FINISHED)
+		if (!pm_gen_over(&d->step.gen) && d->step.gen.phase != PM_PHASE_FINISHED)
 			pm_log(&d->step, "stopped by signal %u", si.ssi_signo);
 		pm_loop_stop(l);
 	}
@@ -364,8 +364,6 @@ int main(int argc, char **argv)
 			  health_timeout, err, sizeof(err)))
 		goto out_ready;
 	s->guard = &d.guard;
-	d.guard.on_fail = pm_step_health_failed;
-	d.guard.arg = s;
 	if (pm_loop_init(&d.loop) || pm_step_init(s) || setup_signals(&d) ||
 	    pm_guard_periodic(&d.guard, &d.loop, s->opts.health_interval_ms)) {
 		snprintf(err, sizeof(err), "cannot set up the event loop: %s", strerror(errno));
@@ -405,10 +403,10 @@ int main(int argc, char **argv)
 		if (pm_guard_run(&d.guard, why, sizeof(why))) {
 			snprintf(msg, sizeof(msg), "health\t%s\t%s\n", s->names[s->node], why);
 			ready(&d, msg);
-			pm_step_health_failed(s, why);
+			pm_gen_health_failed(&s->gen, why);
 		} else {
 			ready(&d, "ok\n");
-			pm_step_ready(s);
+			pm_gen_local_ready(&s->gen);
 		}
 	}
 	if (pm_loop_run(&d.loop))

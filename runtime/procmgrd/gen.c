@@ -1,0 +1,538 @@
+/* The generation state machine: every node's side. The root's decisions
+ * are in decide.c. */
+#include "gen_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tree.h"
+
+void pm_gen_log(struct pm_gen *g, const char *fmt, ...)
+{
+	char buf[PM_WIRE_TEXT_MAX + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	g->cf.ops->log(g->cf.ctx, buf);
+}
+
+const char *pm_gen_node_name(const struct pm_gen *g, int node)
+{
+	return node >= 0 && node < g->cf.nnodes && g->cf.names ? g->cf.names[node] : "?";
+}
+
+const char *pm_phase_name(enum pm_phase p)
+{
+	static const char *const names[] = { "starting", "running", "stopping", "delay",
+					     "finished", "aborted" };
+	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
+}
+
+bool pm_gen_is_root(const struct pm_gen *g)
+{
+	return g->cf.node == 0;
+}
+
+bool pm_gen_terminal(const struct pm_gen *g)
+{
+	return g->phase == PM_PHASE_FINISHED || g->phase == PM_PHASE_ABORTED;
+}
+
+bool pm_gen_over(const struct pm_gen *g)
+{
+	int i;
+
+	if (!pm_gen_terminal(g))
+		return false;
+	/* A supervisor that is late still needs to be told how the step ended. */
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (g->ranks[i].st != PM_RANK_GONE)
+			return false;
+	return true;
+}
+
+static bool connected(const struct pm_gen_rank *r)
+{
+	return r->st != PM_RANK_ABSENT && r->st != PM_RANK_GONE;
+}
+
+static void send_ranks(struct pm_gen *g, const struct pm_msg *m)
+{
+	int i;
+
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (connected(&g->ranks[i]))
+			g->cf.ops->send_rank(g->cf.ctx, i, m);
+}
+
+void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+{
+	struct pm_msg m;
+	char buf[1024];
+	va_list ap;
+	int i;
+
+	if (!g->cf.verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pm_msg_init(&m, PM_MSG_PRINT);
+	pm_msg_set_text(&m, buf);
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (connected(&g->ranks[i]) && g->ranks[i].grank == 0)
+			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
+/* ---- what every node does on the root's word ---- */
+
+void pm_gen_stop(struct pm_gen *g, uint32_t gen)
+{
+	struct pm_msg m;
+	int i;
+
+	/* A node that joined late may not have seen generation gen start. */
+	if (g->phase != PM_PHASE_RUNNING || gen < g->gen)
+		return;
+	g->gen = gen;
+	g->phase = PM_PHASE_STOPPING;
+	g->checks = PM_CHECKS_NONE;
+	g->stop_t0 = g->cf.ops->now_ms(g->cf.ctx);
+	g->stopped_children = 0;
+	g->stopped_sent = false;
+	pm_msg_init(&m, PM_MSG_STOP);
+	m.gen = gen;
+	g->cf.ops->send_down(g->cf.ctx, &m);
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		struct pm_gen_rank *r = &g->ranks[i];
+		if (r->st == PM_RANK_RUNNING) {
+			r->stop_pending = true;
+			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+		}
+	}
+}
+
+void pm_gen_start(struct pm_gen *g, uint32_t gen)
+{
+	struct pm_msg m;
+	int i;
+
+	if (pm_gen_terminal(g))
+		return;
+	g->gen = gen;
+	g->phase = PM_PHASE_RUNNING;
+	g->done_children = 0;
+	g->done_sent = false;
+	pm_msg_init(&m, PM_MSG_START);
+	m.gen = gen;
+	g->cf.ops->send_down(g->cf.ctx, &m);
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		struct pm_gen_rank *r = &g->ranks[i];
+		if (connected(r)) {
+			r->st = PM_RANK_RUNNING;
+			r->stop_pending = false;
+			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+		}
+	}
+}
+
+/* FINISH or ABORT: said once, down the tree and to every local rank, and
+ * kept for those that come late. */
+void pm_gen_end(struct pm_gen *g, const struct pm_msg *m)
+{
+	if (pm_gen_terminal(g))
+		return;
+	g->phase = m->type == PM_MSG_FINISH ? PM_PHASE_FINISHED : PM_PHASE_ABORTED;
+	g->end_msg = *m;
+	g->cf.ops->send_down(g->cf.ctx, m);
+	send_ranks(g, m);
+}
+
+void pm_gen_abort_local(struct pm_gen *g, const char *why)
+{
+	struct pm_msg m;
+	int i;
+
+	pm_gen_log(g, "%s", why);
+	if (pm_gen_terminal(g))
+		return;
+	pm_msg_init(&m, PM_MSG_ABORT);
+	m.gen = g->gen;
+	m.status = 1;
+	pm_msg_set_text(&m, why);
+	/* Said by one rank of this node, where the reason is known. */
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (connected(&g->ranks[i]) && (m.rank < 0 || g->ranks[i].grank < m.rank))
+			m.rank = g->ranks[i].grank;
+	if (pm_gen_is_root(g))
+		g->cf.ops->event(g->cf.ctx, "give_up", "\"reason\":\"local\"");
+	pm_gen_end(g, &m);
+}
+
+/* ---- reports up: one rule for READY, DONE and STOPPED ---- */
+
+/* Whether this node may report its whole subtree for phase: it has not yet,
+ * its own part is there, and every node below reported. */
+static bool subtree_complete(struct pm_gen *g, enum pm_phase phase, bool *sent,
+			     bool local, int below)
+{
+	if (g->phase != phase || *sent || !local || 1 + below < g->subtree)
+		return false;
+	*sent = true;
+	return true;
+}
+
+static bool all_ranks(const struct pm_gen *g, bool (*pred)(const struct pm_gen_rank *))
+{
+	int i;
+
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (!pred(&g->ranks[i]))
+			return false;
+	return true;
+}
+
+static bool rank_done(const struct pm_gen_rank *r)
+{
+	return r->st == PM_RANK_DONE;
+}
+
+static bool rank_still(const struct pm_gen_rank *r)
+{
+	return !r->stop_pending;
+}
+
+static void report(struct pm_gen *g, enum pm_msg_type type)
+{
+	struct pm_msg m;
+
+	pm_msg_init(&m, type);
+	m.gen = g->gen;
+	m.count = (uint32_t)g->subtree;
+	g->cf.ops->send_up(g->cf.ctx, &m);
+}
+
+/* Once no rank runs here, the node is checked before the next generation;
+ * false while that is not over. */
+static bool checked(struct pm_gen *g)
+{
+	char why[1024];
+	int rc;
+
+	if (g->checks == PM_CHECKS_DONE)
+		return true;
+	if (g->checks == PM_CHECKS_RUNNING)
+		return false;
+	why[0] = '\0';
+	rc = g->cf.ops->run_checks(g->cf.ctx, why, sizeof(why));
+	if (rc == 0) {
+		g->checks = PM_CHECKS_RUNNING;
+		return false;
+	}
+	g->checks = PM_CHECKS_DONE;
+	if (rc < 0)
+		pm_gen_fail_health(g, why[0] ? why : "health checks could not run");
+	return true;
+}
+
+/* Called after every input: whatever the input, the subtree's reports go
+ * up (or the root decides) exactly when they are complete. */
+void pm_gen_progress(struct pm_gen *g)
+{
+	bool again = true;
+
+	while (again) {
+		again = false;
+		if (subtree_complete(g, PM_PHASE_STARTING, &g->ready_sent, g->local_ready,
+				     g->ready_children)) {
+			if (pm_gen_is_root(g))
+				pm_gen_root_launch(g);
+			else
+				report(g, PM_MSG_READY);
+			again = true;
+		}
+		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done),
+				     g->done_children)) {
+			if (pm_gen_is_root(g))
+				pm_gen_root_done(g);
+			else
+				report(g, PM_MSG_DONE);
+			again = true;
+		}
+		if (g->phase == PM_PHASE_STOPPING && !g->stopped_sent &&
+		    all_ranks(g, rank_still) && checked(g) &&
+		    subtree_complete(g, PM_PHASE_STOPPING, &g->stopped_sent, true,
+				     g->stopped_children)) {
+			if (pm_gen_is_root(g))
+				pm_gen_root_stopped(g);
+			else
+				report(g, PM_MSG_STOPPED);
+			again = true;
+		}
+	}
+}
+
+/* A failure anywhere goes to the root, which alone decides. */
+void pm_gen_fail(struct pm_gen *g, const struct pm_msg *m)
+{
+	if (pm_gen_is_root(g))
+		pm_gen_root_fail(g, m);
+	else
+		g->cf.ops->send_up(g->cf.ctx, m);
+}
+
+void pm_gen_fail_health(struct pm_gen *g, const char *why)
+{
+	struct pm_msg m;
+
+	pm_gen_log(g, "health check failed: %s", why);
+	pm_msg_init(&m, PM_MSG_FAIL);
+	m.gen = g->gen;
+	m.node = g->cf.node;
+	m.count = PM_FLAG_HEALTH;
+	pm_msg_set_text(&m, why);
+	pm_gen_fail(g, &m);
+}
+
+/* ---- inputs ---- */
+
+void pm_gen_local_ready(struct pm_gen *g)
+{
+	g->local_ready = true;
+	pm_gen_progress(g);
+}
+
+void pm_gen_health_failed(struct pm_gen *g, const char *why)
+{
+	pm_gen_fail_health(g, why);
+	pm_gen_progress(g);
+}
+
+void pm_gen_checks_done(struct pm_gen *g, const char *why)
+{
+	if (g->checks != PM_CHECKS_RUNNING)
+		return;
+	g->checks = PM_CHECKS_DONE;
+	if (why)
+		pm_gen_fail_health(g, why);
+	pm_gen_progress(g);
+}
+
+int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank)
+{
+	struct pm_gen_rank *r;
+	struct pm_msg m;
+
+	if (lrank < 0 || lrank >= g->cf.ntasks_local || g->ranks[lrank].st != PM_RANK_ABSENT)
+		return -1;
+	r = &g->ranks[lrank];
+	r->grank = grank;
+	r->st = PM_RANK_IDLE;
+	if (pm_gen_terminal(g)) {
+		g->cf.ops->send_rank(g->cf.ctx, lrank, &g->end_msg);
+	} else if (g->phase == PM_PHASE_RUNNING) {
+		pm_msg_init(&m, PM_MSG_START);
+		m.gen = g->gen;
+		r->st = PM_RANK_RUNNING;
+		g->cf.ops->send_rank(g->cf.ctx, lrank, &m);
+	}
+	return 0;
+}
+
+static void rank_exit(struct pm_gen *g, int lrank, const struct pm_msg *m)
+{
+	struct pm_gen_rank *r = &g->ranks[lrank];
+	struct pm_msg out;
+
+	if (m->gen != g->gen || r->st != PM_RANK_RUNNING)
+		return;
+	/* Its end answers a STOP too: a supervisor that judged its rank hung,
+	 * or whose rank ended as the STOP came, says EXIT, not STOPPED. */
+	r->stop_pending = false;
+	if (m->status == 0 && !(m->count & PM_FLAG_HUNG)) {
+		r->st = PM_RANK_DONE;
+		return;
+	}
+	r->st = PM_RANK_FAILED;
+	out = *m;
+	out.type = PM_MSG_FAIL;
+	out.rank = r->grank;
+	out.node = g->cf.node;
+	pm_gen_fail(g, &out);
+}
+
+int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m)
+{
+	struct pm_gen_rank *r;
+
+	if (lrank < 0 || lrank >= g->cf.ntasks_local)
+		return -1;
+	r = &g->ranks[lrank];
+	switch (m->type) {
+	case PM_MSG_RANK_EXIT:
+		rank_exit(g, lrank, m);
+		break;
+	case PM_MSG_RANK_STOPPED:
+		if (m->gen != g->gen)
+			return 0;
+		r->stop_pending = false;
+		if (r->st == PM_RANK_RUNNING)
+			r->st = PM_RANK_IDLE;
+		break;
+	default:
+		return -1;
+	}
+	pm_gen_progress(g);
+	return 0;
+}
+
+void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why)
+{
+	struct pm_gen_rank *r;
+	struct pm_msg m;
+
+	if (lrank < 0 || lrank >= g->cf.ntasks_local || !connected(&g->ranks[lrank]))
+		return;
+	r = &g->ranks[lrank];
+	r->st = PM_RANK_GONE;
+	r->stop_pending = false;
+	if (!pm_gen_terminal(g)) {
+		pm_gen_log(g, "supervisor of rank %d disconnected%s%s", r->grank,
+			   why ? ": " : "", why ? why : "");
+		pm_msg_init(&m, PM_MSG_FAIL);
+		m.gen = g->gen;
+		m.rank = r->grank;
+		m.node = g->cf.node;
+		m.count = PM_FLAG_LOST;
+		pm_gen_fail(g, &m);
+	}
+	pm_gen_progress(g);
+}
+
+void pm_gen_child_joined(struct pm_gen *g, int node)
+{
+	struct pm_msg m;
+
+	/* It may have missed what happened before it joined. */
+	if (pm_gen_terminal(g)) {
+		g->cf.ops->send_child(g->cf.ctx, node, &g->end_msg);
+		return;
+	}
+	if (g->phase == PM_PHASE_STOPPING) {
+		pm_msg_init(&m, PM_MSG_STOP);
+	} else if (g->gen > 0 && g->phase == PM_PHASE_RUNNING) {
+		pm_msg_init(&m, PM_MSG_START);
+	} else {
+		return;
+	}
+	m.gen = g->gen;
+	g->cf.ops->send_child(g->cf.ctx, node, &m);
+}
+
+/* A node's procmgrd is gone: the root ends the step, others pass it up. */
+static void lost(struct pm_gen *g, int node)
+{
+	struct pm_msg m;
+
+	if (!pm_gen_is_root(g)) {
+		pm_msg_init(&m, PM_MSG_LOST);
+		m.node = node;
+		g->cf.ops->send_up(g->cf.ctx, &m);
+		return;
+	}
+	pm_gen_root_lost(g, node);
+}
+
+int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
+{
+	(void)node;
+	switch (m->type) {
+	case PM_MSG_FAIL:
+		pm_gen_fail(g, m);
+		break;
+	case PM_MSG_READY:
+		if (g->phase == PM_PHASE_STARTING)
+			g->ready_children += (int)m->count;
+		break;
+	case PM_MSG_DONE:
+		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING)
+			g->done_children += (int)m->count;
+		break;
+	case PM_MSG_STOPPED:
+		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING)
+			g->stopped_children += (int)m->count;
+		break;
+	case PM_MSG_LOST:
+		if (!pm_gen_terminal(g))
+			lost(g, m->node);
+		break;
+	default:
+		return -1;
+	}
+	pm_gen_progress(g);
+	return 0;
+}
+
+void pm_gen_child_lost(struct pm_gen *g, int node, const char *why)
+{
+	if (pm_gen_terminal(g))
+		return;
+	pm_gen_log(g, "lost child node %s%s%s", pm_gen_node_name(g, node), why ? ": " : "",
+		   why ? why : "");
+	lost(g, node);
+	pm_gen_progress(g);
+}
+
+int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m)
+{
+	switch (m->type) {
+	case PM_MSG_STOP:
+		pm_gen_stop(g, m->gen);
+		break;
+	case PM_MSG_START:
+		pm_gen_start(g, m->gen);
+		break;
+	case PM_MSG_FINISH:
+	case PM_MSG_ABORT:
+		pm_gen_end(g, m);
+		break;
+	default:
+		return -1;
+	}
+	pm_gen_progress(g);
+	return 0;
+}
+
+void pm_gen_timer(struct pm_gen *g)
+{
+	if (g->phase == PM_PHASE_DELAY)
+		pm_gen_root_next(g);
+	pm_gen_progress(g);
+}
+
+int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
+{
+	memset(g, 0, sizeof(*g));
+	g->cf = *cf;
+	if (cf->ntasks_local < 0 || cf->nnodes < 1 || cf->node < 0 || cf->node >= cf->nnodes ||
+	    cf->fanout < 2)
+		return -1;
+	g->ranks = calloc((size_t)(cf->ntasks_local ? cf->ntasks_local : 1), sizeof(*g->ranks));
+	if (!g->ranks)
+		return -1;
+	g->nchildren = pm_tree_children(cf->node, cf->fanout, cf->nnodes, &g->child_first);
+	g->subtree = pm_tree_subtree_size(cf->node, cf->fanout, cf->nnodes);
+	g->phase = PM_PHASE_STARTING;
+	pm_msg_init(&g->end_msg, PM_MSG_ABORT);
+	return 0;
+}
+
+void pm_gen_free(struct pm_gen *g)
+{
+	free(g->ranks);
+	g->ranks = NULL;
+}

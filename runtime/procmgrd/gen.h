@@ -1,0 +1,125 @@
+/* The generation state machine of one node's procmgrd: the heart of
+ * procmgr. Pure: events in (a rank started, ended or was judged hung, a
+ * child node reported, the parent decided, a timer fired, a check
+ * finished, a peer was lost), actions out through struct pm_gen_ops (send
+ * up, down, to one child, to a local rank; arm a timer; start checks; log).
+ * It never touches a socket, a clock or a file, so every scenario is a unit
+ * test (tests/unit/test_gen.c) and the same code can run in a simulation.
+ *
+ * Node 0 (the root) also takes the step's decisions: each failure or
+ * success is judged once by the restart policy, and the decision (with its
+ * delay) is kept until the next generation starts. */
+#ifndef PM_GEN_H
+#define PM_GEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/policy.h"
+#include "common/wire.h"
+
+enum pm_rank_state {
+	PM_RANK_ABSENT,  /* its supervisor has not connected yet */
+	PM_RANK_IDLE,    /* connected, waiting for a generation */
+	PM_RANK_RUNNING,
+	PM_RANK_DONE,    /* exited 0 in this generation */
+	PM_RANK_FAILED,  /* exited non-zero, was killed, or hung */
+	PM_RANK_GONE,    /* its supervisor disconnected */
+};
+
+enum pm_phase {
+	PM_PHASE_STARTING, /* until every node is ready: no rank runs yet */
+	PM_PHASE_RUNNING,
+	PM_PHASE_STOPPING,
+	PM_PHASE_DELAY,    /* root: waiting to start the next generation */
+	PM_PHASE_FINISHED,
+	PM_PHASE_ABORTED,
+};
+
+/* What the machine asks of the world. ctx is pm_gen_config.ctx. */
+struct pm_gen_ops {
+	void (*send_up)(void *ctx, const struct pm_msg *m);
+	void (*send_down)(void *ctx, const struct pm_msg *m); /* every child */
+	void (*send_child)(void *ctx, int node, const struct pm_msg *m);
+	void (*send_rank)(void *ctx, int lrank, const struct pm_msg *m);
+	/* One timer: the root's delay before the next generation. */
+	void (*arm_timer)(void *ctx, unsigned ms);
+	/* This node's checks between generations, off the caller's stack:
+	 * 1 when there are none, 0 when started (pm_gen_checks_done follows),
+	 * -1 when they cannot run (why is set). */
+	int (*run_checks)(void *ctx, char *why, size_t len);
+	/* The root's event log: fields are JSON members, may be empty. */
+	void (*event)(void *ctx, const char *name, const char *fields);
+	void (*log)(void *ctx, const char *text);
+	uint64_t (*now_ms)(void *ctx);
+};
+
+struct pm_gen_config {
+	int node, nnodes, fanout;
+	int ntasks, ntasks_local;
+	const char *const *names; /* node names, by node id */
+	struct pm_policy policy;
+	bool verbose;             /* the root's decisions on rank 0's stderr */
+	const struct pm_gen_ops *ops;
+	void *ctx;
+};
+
+struct pm_gen_rank {
+	enum pm_rank_state st;
+	int grank;
+	bool stop_pending; /* STOP sent, its end not seen yet */
+};
+
+enum pm_checks_state { PM_CHECKS_NONE, PM_CHECKS_RUNNING, PM_CHECKS_DONE };
+
+struct pm_gen {
+	struct pm_gen_config cf;
+	int child_first, nchildren, subtree;
+	struct pm_gen_rank *ranks; /* by local rank */
+	uint32_t gen;
+	enum pm_phase phase;
+	/* nodes below that reported, and whether this subtree did */
+	int ready_children, done_children, stopped_children;
+	bool local_ready, ready_sent, done_sent, stopped_sent;
+	enum pm_checks_state checks; /* between this generation and the next */
+	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
+	/* root only */
+	int restarts;
+	unsigned delay_ms;           /* of the restart decided */
+	uint64_t stop_t0, fail_t0;
+};
+
+int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf);
+void pm_gen_free(struct pm_gen *g);
+
+/* This node's pre-launch checks passed (or failed: why). */
+void pm_gen_local_ready(struct pm_gen *g);
+void pm_gen_health_failed(struct pm_gen *g, const char *why);
+/* The checks started by ops->run_checks ended; why is NULL if they passed. */
+void pm_gen_checks_done(struct pm_gen *g, const char *why);
+
+/* Rank supervisors. hello: -1 if lrank is out of range or already seen. */
+int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank);
+/* RANK_EXIT, RANK_STOPPED: -1 for another type. */
+int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m);
+void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why);
+
+/* The tree. A child is authenticated before it is joined. child_msg and
+ * parent_msg: -1 for a message that has no place there. */
+void pm_gen_child_joined(struct pm_gen *g, int node);
+int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m);
+void pm_gen_child_lost(struct pm_gen *g, int node, const char *why);
+int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m);
+
+/* The root's delay timer fired. */
+void pm_gen_timer(struct pm_gen *g);
+/* End the step from here: the parent is gone, slurmstepd is gone, ... */
+void pm_gen_abort_local(struct pm_gen *g, const char *why);
+
+bool pm_gen_terminal(const struct pm_gen *g);
+/* Terminal, and every supervisor has come and gone: procmgrd may exit. */
+bool pm_gen_over(const struct pm_gen *g);
+const char *pm_gen_node_name(const struct pm_gen *g, int node);
+const char *pm_phase_name(enum pm_phase p);
+
+#endif

@@ -1,0 +1,29 @@
+/* Shared by gen.c (every node) and decide.c (the root's decisions). */
+#ifndef PM_GEN_INT_H
+#define PM_GEN_INT_H
+
+#include "gen.h"
+
+void pm_gen_log(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --procmgr-verbose: a line on srun's stderr through rank 0's supervisor. */
+void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool pm_gen_is_root(const struct pm_gen *g);
+
+/* What every node does on the root's word. */
+void pm_gen_stop(struct pm_gen *g, uint32_t gen);
+void pm_gen_start(struct pm_gen *g, uint32_t gen);
+void pm_gen_end(struct pm_gen *g, const struct pm_msg *m);
+void pm_gen_progress(struct pm_gen *g);
+/* A failure: to the root, or judged here on the root. */
+void pm_gen_fail(struct pm_gen *g, const struct pm_msg *m);
+void pm_gen_fail_health(struct pm_gen *g, const char *why);
+
+/* The root: each called once per occasion by gen.c. */
+void pm_gen_root_launch(struct pm_gen *g);
+void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m);
+void pm_gen_root_lost(struct pm_gen *g, int node);
+void pm_gen_root_done(struct pm_gen *g);
+void pm_gen_root_stopped(struct pm_gen *g);
+void pm_gen_root_next(struct pm_gen *g);
+
+#endif

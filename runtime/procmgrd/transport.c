@@ -1,0 +1,211 @@
+/* What the state machine asks, carried out on procmgrd's links, timer,
+ * checks and event log; and the step's set-up around it. */
+#include "step.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+void pm_log(struct pm_step *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "procmgrd[%s %u.%u]: ", s->names[s->node], s->job, s->stepid);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void pm_step_send(struct pm_step *s, struct pm_conn *c, const struct pm_msg *m)
+{
+	/* A link that cannot take a frame is broken: its close says so. */
+	if (pm_conn_send(c, m))
+		pm_log(s, "cannot send %s: %s", pm_msg_name(m->type), strerror(errno));
+}
+
+static void send_up(void *ctx, const struct pm_msg *m)
+{
+	struct pm_step *s = ctx;
+
+	if (s->parent && s->parent_ok) {
+		pm_step_send(s, s->parent, m);
+		return;
+	}
+	if (s->upq_len == s->upq_cap) {
+		int cap = s->upq_cap ? s->upq_cap * 2 : 8;
+		struct pm_msg *q = realloc(s->upq, (size_t)cap * sizeof(*q));
+		if (!q) {
+			pm_log(s, "out of memory queueing %s", pm_msg_name(m->type));
+			return;
+		}
+		s->upq = q;
+		s->upq_cap = cap;
+	}
+	s->upq[s->upq_len++] = *m;
+}
+
+static void send_down(void *ctx, const struct pm_msg *m)
+{
+	struct pm_step *s = ctx;
+	int i;
+
+	for (i = 0; i < s->nchildren; i++)
+		if (s->children[i])
+			pm_step_send(s, s->children[i], m);
+}
+
+static void send_child(void *ctx, int node, const struct pm_msg *m)
+{
+	struct pm_step *s = ctx;
+	int idx = node - s->child_first;
+
+	if (idx >= 0 && idx < s->nchildren && s->children[idx])
+		pm_step_send(s, s->children[idx], m);
+}
+
+static void send_rank(void *ctx, int lrank, const struct pm_msg *m)
+{
+	struct pm_step *s = ctx;
+
+	if (lrank >= 0 && lrank < s->ntasks_local && s->ranks[lrank])
+		pm_step_send(s, s->ranks[lrank], m);
+}
+
+static void arm_timer(void *ctx, unsigned ms)
+{
+	struct pm_step *s = ctx;
+
+	if (pm_timer_set(s->delay_w.fd, ms, 0))
+		pm_log(s, "cannot arm the restart delay: %s", strerror(errno));
+}
+
+static int run_checks(void *ctx, char *why, size_t len)
+{
+	struct pm_step *s = ctx;
+
+	return s->guard ? pm_guard_start(s->guard, s->loop, why, len) : 1;
+}
+
+static void event(void *ctx, const char *name, const char *fields)
+{
+	struct pm_step *s = ctx;
+
+	pm_event(&s->events, name, fields);
+}
+
+static void log_line(void *ctx, const char *text)
+{
+	pm_log(ctx, "%s", text);
+}
+
+static uint64_t now_ms(void *ctx)
+{
+	(void)ctx;
+	return pm_now_ms();
+}
+
+const struct pm_gen_ops pm_step_ops = {
+	.send_up = send_up,
+	.send_down = send_down,
+	.send_child = send_child,
+	.send_rank = send_rank,
+	.arm_timer = arm_timer,
+	.run_checks = run_checks,
+	.event = event,
+	.log = log_line,
+	.now_ms = now_ms,
+};
+
+static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_gen_timer(&s->gen);
+}
+
+static void checks_done(void *arg, const char *why)
+{
+	struct pm_step *s = arg;
+
+	pm_gen_checks_done(&s->gen, why);
+}
+
+static void health_failed(void *arg, const char *why)
+{
+	struct pm_step *s = arg;
+
+	pm_gen_health_failed(&s->gen, why);
+}
+
+void pm_step_abort_local(struct pm_step *s, const char *why)
+{
+	pm_gen_abort_local(&s->gen, why);
+}
+
+bool pm_step_over(struct pm_step *s)
+{
+	bool over = pm_gen_over(&s->gen);
+
+	if (over)
+		pm_loop_stop(s->loop);
+	return over;
+}
+
+int pm_step_init(struct pm_step *s)
+{
+	struct pm_gen_config cf = {
+		.node = s->node, .nnodes = s->nnodes, .fanout = s->fanout,
+		.ntasks = s->ntasks, .ntasks_local = s->ntasks_local,
+		.names = (const char *const *)s->names, .verbose = s->opts.verbose,
+		.ops = &pm_step_ops, .ctx = s,
+	};
+
+	s->delay_w.fd = -1;
+	pm_policy_from_opts(&cf.policy, &s->opts);
+	if (pm_gen_init(&s->gen, &cf))
+		return -1;
+	s->child_first = s->gen.child_first;
+	s->nchildren = s->gen.nchildren;
+	s->ranks = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*s->ranks));
+	s->children = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->children));
+	if (!s->ranks || !s->children)
+		return -1;
+	if (s->guard) {
+		s->guard->on_fail = health_failed;
+		s->guard->on_checked = checks_done;
+		s->guard->arg = s;
+	}
+	s->delay_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = delay_expired, .arg = s };
+	if (s->delay_w.fd < 0 || pm_loop_add(s->loop, &s->delay_w, EPOLLIN))
+		return -1;
+	return 0;
+}
+
+void pm_step_free(struct pm_step *s)
+{
+	int i;
+
+	for (i = 0; s->ranks && i < s->ntasks_local; i++)
+		if (s->ranks[i])
+			pm_conn_free(s->ranks[i]);
+	for (i = 0; s->children && i < s->nchildren; i++)
+		if (s->children[i])
+			pm_conn_free(s->children[i]);
+	if (s->parent)
+		pm_conn_free(s->parent);
+	if (s->delay_w.fd >= 0)
+		close(s->delay_w.fd);
+	pm_events_close(&s->events);
+	pm_gen_free(&s->gen);
+	free(s->ranks);
+	free(s->children);
+	free(s->upq);
+}

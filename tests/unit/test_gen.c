@@ -1,0 +1,852 @@
+/* Unit tests of the generation state machine (runtime/procmgrd/gen.c and
+ * decide.c), scenario by scenario, through a transport that records every
+ * action. Expected actions follow the protocol of docs/design.md: failures
+ * go up to the root, which alone decides; STOP/START/FINISH/ABORT go down;
+ * READY/DONE/STOPPED are reported once per subtree. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "procmgrd/gen.h"
+
+enum act { A_UP, A_DOWN, A_CHILD, A_RANK, A_TIMER, A_CHECKS, A_EVENT, A_LOG };
+
+struct rec {
+	enum act kind;
+	int target;       /* child node, local rank, timer ms */
+	struct pm_msg m;
+	char name[32];    /* event */
+	char text[1024];  /* event fields, log line */
+};
+
+struct world {
+	struct rec r[256];
+	int n;
+	uint64_t now;
+	int checks_rc;    /* what run_checks answers */
+	const char *checks_why;
+	const char *names[8];
+	struct pm_gen g;
+};
+
+static struct rec *add(struct world *w, enum act kind, int target)
+{
+	struct rec *r;
+
+	assert_true(w->n < (int)(sizeof(w->r) / sizeof(w->r[0])));
+	r = &w->r[w->n++];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->target = target;
+	return r;
+}
+
+static void rec_up(void *ctx, const struct pm_msg *m) { add(ctx, A_UP, -1)->m = *m; }
+static void rec_down(void *ctx, const struct pm_msg *m) { add(ctx, A_DOWN, -1)->m = *m; }
+static void rec_child(void *ctx, int node, const struct pm_msg *m) { add(ctx, A_CHILD, node)->m = *m; }
+static void rec_rank(void *ctx, int lrank, const struct pm_msg *m) { add(ctx, A_RANK, lrank)->m = *m; }
+static void rec_timer(void *ctx, unsigned ms) { add(ctx, A_TIMER, (int)ms); }
+
+static int rec_checks(void *ctx, char *why, size_t len)
+{
+	struct world *w = ctx;
+
+	add(w, A_CHECKS, -1);
+	if (w->checks_rc < 0)
+		snprintf(why, len, "%s", w->checks_why);
+	return w->checks_rc;
+}
+
+static void rec_event(void *ctx, const char *name, const char *fields)
+{
+	struct rec *r = add(ctx, A_EVENT, -1);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->text, sizeof(r->text), "%s", fields);
+}
+
+static void rec_log(void *ctx, const char *text)
+{
+	snprintf(add(ctx, A_LOG, -1)->text, sizeof(((struct rec *)0)->text), "%s", text);
+}
+
+static uint64_t rec_now(void *ctx) { return ((struct world *)ctx)->now; }
+
+static const struct pm_gen_ops ops = {
+	.send_up = rec_up, .send_down = rec_down, .send_child = rec_child,
+	.send_rank = rec_rank, .arm_timer = rec_timer, .run_checks = rec_checks,
+	.event = rec_event, .log = rec_log, .now_ms = rec_now,
+};
+
+/* A node of a step; policy mode with max restarts and first delay. */
+static struct world *node(int id, int nnodes, int fanout, int ntasks, int ntasks_local,
+			  enum pm_restart_mode mode, int max, unsigned delay)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	struct pm_gen_config cf = {
+		.node = id, .nnodes = nnodes, .fanout = fanout, .ntasks = ntasks,
+		.ntasks_local = ntasks_local, .verbose = true, .ops = &ops,
+	};
+	static const char *const names[] = { "n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7" };
+
+	assert_non_null(w);
+	assert_true(nnodes <= 8);
+	cf.names = names;
+	cf.ctx = w;
+	cf.policy.mode = mode;
+	cf.policy.max_restarts = mode == PM_RESTART_NEVER ? 0 : max;
+	cf.policy.delay_ms = delay;
+	cf.policy.max_delay_ms = 60000;
+	w->checks_rc = 1;
+	assert_int_equal(pm_gen_init(&w->g, &cf), 0);
+	return w;
+}
+
+static void done(struct world *w)
+{
+	pm_gen_free(&w->g);
+	free(w);
+}
+
+static void clear(struct world *w) { w->n = 0; }
+
+/* Actions of a kind (and target, -2 for any) carrying a message type
+ * (0 for any). */
+static int count(const struct world *w, enum act kind, int target, int type)
+{
+	int i, n = 0;
+
+	for (i = 0; i < w->n; i++)
+		if (w->r[i].kind == kind && (target == -2 || w->r[i].target == target) &&
+		    (type == 0 || w->r[i].m.type == type))
+			n++;
+	return n;
+}
+
+static const struct rec *last(const struct world *w, enum act kind, int type)
+{
+	int i;
+
+	for (i = w->n - 1; i >= 0; i--)
+		if (w->r[i].kind == kind && (type == 0 || w->r[i].m.type == type))
+			return &w->r[i];
+	return NULL;
+}
+
+static const char *event(const struct world *w, const char *name)
+{
+	int i;
+
+	for (i = w->n - 1; i >= 0; i--)
+		if (w->r[i].kind == A_EVENT && !strcmp(w->r[i].name, name))
+			return w->r[i].text;
+	return NULL;
+}
+
+static void msg(struct pm_msg *m, int type, uint32_t gen, int status, uint32_t flags)
+{
+	pm_msg_init(m, (enum pm_msg_type)type);
+	m->gen = gen;
+	m->status = status;
+	m->count = flags;
+}
+
+static void rank_exit(struct world *w, int lrank, uint32_t gen, int wstatus, uint32_t flags)
+{
+	struct pm_msg m;
+	msg(&m, PM_MSG_RANK_EXIT, gen, wstatus, flags);
+	assert_int_equal(pm_gen_rank_msg(&w->g, lrank, &m), 0);
+}
+
+static void rank_stopped(struct world *w, int lrank, uint32_t gen)
+{
+	struct pm_msg m;
+	msg(&m, PM_MSG_RANK_STOPPED, gen, 0, 0);
+	assert_int_equal(pm_gen_rank_msg(&w->g, lrank, &m), 0);
+}
+
+static void child(struct world *w, int node, int type, uint32_t gen, uint32_t count)
+{
+	struct pm_msg m;
+	msg(&m, type, gen, 0, count);
+	assert_int_equal(pm_gen_child_msg(&w->g, node, &m), 0);
+}
+
+static void parent(struct world *w, int type, uint32_t gen)
+{
+	struct pm_msg m;
+	msg(&m, type, gen, 0, 0);
+	assert_int_equal(pm_gen_parent_msg(&w->g, &m), 0);
+}
+
+/* Every local rank connected (global rank = base + local), the node ready. */
+static void launch(struct world *w, int base)
+{
+	int i;
+
+	for (i = 0; i < w->g.cf.ntasks_local; i++)
+		assert_int_equal(pm_gen_rank_hello(&w->g, i, base + i), 0);
+	pm_gen_local_ready(&w->g);
+}
+
+#define EXIT(code) ((code) << 8)
+
+/* ---- scenarios ---- */
+
+static void test_one_node_success(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	assert_non_null(event(w, "launch"));
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	assert_int_equal(count(w, A_RANK, 1, PM_MSG_START), 1);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	clear(w);
+	rank_exit(w, 0, 0, 0, 0);
+	assert_null(event(w, "finish"));
+	rank_exit(w, 1, 0, 0, 0);
+	assert_non_null(event(w, "generation_succeeded"));
+	assert_non_null(event(w, "finish"));
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_FINISH), 2);
+	assert_int_equal(w->g.phase, PM_PHASE_FINISHED);
+	assert_false(pm_gen_over(&w->g));
+	pm_gen_rank_gone(&w->g, 0, NULL);
+	pm_gen_rank_gone(&w->g, 1, NULL);
+	assert_true(pm_gen_over(&w->g));
+	/* A supervisor ending after FINISH is not a failure. */
+	assert_null(event(w, "rank_failed"));
+	done(w);
+}
+
+static void test_root_barrier(void **state)
+{
+	/* 3 nodes, fanout 2: the root's children are 1 and 2. */
+	struct world *w = node(0, 3, 2, 3, 1, PM_RESTART_ON_FAILURE, 1, 0);
+	(void)state;
+
+	launch(w, 0);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	assert_null(event(w, "launch"));
+	child(w, 2, PM_MSG_READY, 0, 1);
+	assert_non_null(strstr(event(w, "launch"), "\"nodes\":3,\"ranks\":3"));
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	done(w);
+}
+
+static void test_inner_node_reports_subtree(void **state)
+{
+	/* 4 nodes, fanout 2: node 1's subtree is {1, 3}. */
+	struct world *w = node(1, 4, 2, 4, 1, PM_RESTART_ON_FAILURE, 1, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_READY), 0);
+	child(w, 3, PM_MSG_READY, 0, 1);
+	r = last(w, A_UP, PM_MSG_READY);
+	assert_non_null(r);
+	assert_int_equal(r->m.count, 2);
+	/* Only the root starts generation 0. */
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	clear(w);
+	parent(w, PM_MSG_START, 0);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	/* DONE goes up once the node and its child are done, counting both. */
+	rank_exit(w, 0, 0, 0, 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_DONE), 0);
+	child(w, 3, PM_MSG_DONE, 0, 1);
+	r = last(w, A_UP, PM_MSG_DONE);
+	assert_non_null(r);
+	assert_int_equal(r->m.count, 2);
+	/* A second DONE from the child changes nothing. */
+	child(w, 3, PM_MSG_DONE, 0, 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_DONE), 1);
+	done(w);
+}
+
+static void test_gen0_behind_barrier(void **state)
+{
+	struct world *w = node(0, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 1, 0);
+	(void)state;
+
+	assert_int_equal(pm_gen_rank_hello(&w->g, 0, 0), 0);
+	assert_int_equal(count(w, A_RANK, 0, 0), 0);
+	assert_int_equal(w->g.ranks[0].st, PM_RANK_IDLE);
+	/* Early child's STOPPED or DONE have no place before launch. */
+	child(w, 1, PM_MSG_DONE, 0, 1);
+	pm_gen_local_ready(&w->g);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	done(w);
+}
+
+static void test_late_supervisor(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 2, 0);
+	const struct rec *r;
+	(void)state;
+
+	assert_int_equal(pm_gen_rank_hello(&w->g, 0, 0), 0);
+	pm_gen_local_ready(&w->g);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	clear(w);
+	/* Rank 1's supervisor comes while generation 0 runs: it starts at once. */
+	assert_int_equal(pm_gen_rank_hello(&w->g, 1, 1), 0);
+	r = last(w, A_RANK, PM_MSG_START);
+	assert_non_null(r);
+	assert_int_equal(r->target, 1);
+	assert_int_equal(r->m.gen, 0);
+	/* A second HELLO for the same rank is refused, as is one out of range. */
+	assert_int_equal(pm_gen_rank_hello(&w->g, 1, 1), -1);
+	assert_int_equal(pm_gen_rank_hello(&w->g, 2, 2), -1);
+	done(w);
+}
+
+static void test_restart_cycle(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	w->now = 1000;
+	rank_exit(w, 1, 0, EXIT(3), 0);
+	assert_non_null(strstr(event(w, "rank_failed"), "\"rank\":1,\"node\":\"n0\","
+					       "\"status\":\"exited with code 3\""));
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	/* STOP only to the rank that still runs. */
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
+	assert_int_equal(count(w, A_RANK, 1, PM_MSG_STOP), 0);
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 0);
+	/* The restart line, on rank 0's stderr. */
+	assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text,
+			       "rank 1 on n0 exited with code 3; restarting all 2 ranks "
+			       "(restart 1 of 3)"));
+	w->now = 1012;
+	rank_stopped(w, 0, 0);
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 1);
+	assert_non_null(strstr(event(w, "stopped"), "\"gen\":0,\"stop_ms\":12,\"delay_ms\":0"));
+	assert_non_null(strstr(event(w, "start"), "\"gen\":1,\"restart\":1,"
+					          "\"since_failure_ms\":12"));
+	assert_int_equal(w->g.gen, 1);
+	assert_int_equal(w->g.restarts, 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	assert_int_equal(count(w, A_RANK, 1, PM_MSG_START), 1);
+	assert_int_equal(last(w, A_RANK, PM_MSG_START)->m.gen, 1);
+	done(w);
+}
+
+static void test_failure_while_stopping(void **state)
+{
+	struct world *w = node(0, 1, 32, 3, 3, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	clear(w);
+	/* Rank 1 dies of the STOP's SIGTERM before its supervisor says STOPPED. */
+	rank_exit(w, 1, 0, EXIT(143), 0);
+	assert_non_null(strstr(event(w, "rank_failed"), "\"ignored\":true"));
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_STOP), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	rank_stopped(w, 2, 0);
+	/* Counted once: still the first restart. */
+	assert_int_equal(w->g.restarts, 1);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_START), 3);
+	done(w);
+}
+
+static void test_health_fails_while_stopping(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->checks_rc = 0; /* the checks run off the event loop */
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	rank_stopped(w, 1, 0);
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 1);
+	assert_int_equal(w->g.checks, PM_CHECKS_RUNNING);
+	assert_null(event(w, "stopped"));
+	/* Another input while they run starts no second run. */
+	rank_stopped(w, 1, 0);
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 1);
+	clear(w);
+	pm_gen_checks_done(&w->g, "mem: 10 MiB available, 1024 needed");
+	assert_non_null(strstr(event(w, "health_failed"), "\"when\":\"before a restart\""));
+	assert_non_null(event(w, "give_up"));
+	assert_null(event(w, "start"));
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 1);
+	assert_non_null(strstr(r->m.text, "node n0 failed a health check before a restart: "
+					  "mem: 10 MiB available"));
+	done(w);
+}
+
+static void test_checks_pass_between_generations(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	w->checks_rc = 0;
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 1);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	pm_gen_checks_done(&w->g, NULL);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(w->g.gen, 1);
+	/* A late result (no run going) changes nothing. */
+	pm_gen_checks_done(&w->g, "stale");
+	assert_null(event(w, "health_failed"));
+	done(w);
+}
+
+static void test_checks_cannot_run(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	w->checks_rc = -1;
+	w->checks_why = "cannot start the health checks: fork: out of memory";
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	assert_non_null(strstr(event(w, "health_failed"), "fork: out of memory"));
+	done(w);
+}
+
+/* Every rank stuck in the same collective: each supervisor judges its own
+ * rank hung and ends it, so the STOP that follows is answered by EXIT. */
+static void test_all_hung_at_once(void **state)
+{
+	struct world *w = node(0, 1, 32, 3, 3, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 2, 0, 9, PM_FLAG_HUNG);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
+	assert_int_equal(count(w, A_RANK, 1, PM_MSG_STOP), 1);
+	rank_exit(w, 0, 0, 9, PM_FLAG_HUNG);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	rank_exit(w, 1, 0, 9, PM_FLAG_HUNG);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(w->g.gen, 1);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_START), 3 + 3);
+	done(w);
+}
+
+/* The other interleaving: a STOPPED comes after its rank's EXIT (the
+ * supervisor answered the STOP it got after it ended the rank). */
+static void test_stopped_after_exit(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	rank_exit(w, 1, 0, 9, PM_FLAG_HUNG);
+	assert_int_equal(w->g.gen, 1);
+	clear(w);
+	rank_stopped(w, 1, 0); /* of generation 0: stale */
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(w->g.ranks[1].st, PM_RANK_RUNNING);
+	assert_int_equal(w->n, 0);
+	done(w);
+}
+
+static void test_success_and_failure_together(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 0, 0, 0, 0);
+	clear(w);
+	rank_exit(w, 1, 0, EXIT(2), 0);
+	/* Nothing runs to be stopped: the restart follows at once. */
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_STOP), 0);
+	assert_null(event(w, "generation_succeeded"));
+	assert_int_equal(w->g.gen, 1);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_START), 2);
+	done(w);
+}
+
+static void test_always_policy(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ALWAYS, 2, 0);
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 0, 0, 0, 0);
+	assert_non_null(event(w, "generation_succeeded"));
+	assert_null(event(w, "finish"));
+	assert_int_equal(w->g.gen, 1);
+	rank_exit(w, 0, 1, 0, 0);
+	assert_int_equal(w->g.gen, 2);
+	clear(w);
+	rank_exit(w, 0, 2, 0, 0);
+	assert_non_null(event(w, "finish"));
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_FINISH), 1);
+	assert_int_equal(w->g.restarts, 2);
+	done(w);
+}
+
+static void test_never_policy(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_NEVER, 0, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	rank_exit(w, 1, 0, EXIT(3), 0);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 3);
+	assert_int_equal(r->m.rank, 1);
+	assert_string_equal(r->m.text, "procmgr: rank 1 on n0 exited with code 3 in generation "
+				       "0; not restarting (restart=never)");
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_ABORT), 2);
+	assert_non_null(strstr(event(w, "give_up"), "\"exit_code\":3"));
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_STOP), 0);
+	done(w);
+}
+
+static void test_budget_spent(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 1, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(42), 0);
+	assert_int_equal(w->g.gen, 1);
+	clear(w);
+	rank_exit(w, 0, 1, 134, 0); /* killed by SIGABRT, core dumped */
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 128 + 6);
+	assert_non_null(strstr(r->m.text, "rank 0 on n0 was killed by signal 6"));
+	assert_non_null(strstr(r->m.text, "giving up after 1 restart (restart=on-failure:1)"));
+	done(w);
+}
+
+static void test_lost_child(void **state)
+{
+	struct world *root = node(0, 4, 2, 4, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	struct world *mid = node(1, 4, 2, 4, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	/* An inner node passes the loss up; the root ends the step. */
+	launch(mid, 1);
+	pm_gen_child_lost(&mid->g, 3, "connection reset");
+	r = last(mid, A_UP, PM_MSG_LOST);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 3);
+
+	launch(root, 0);
+	child(root, 1, PM_MSG_READY, 0, 2);
+	child(root, 2, PM_MSG_READY, 0, 1);
+	assert_int_equal(root->g.phase, PM_PHASE_RUNNING);
+	clear(root);
+	{
+		struct pm_msg m;
+		msg(&m, PM_MSG_LOST, 0, 0, 0);
+		m.node = 3;
+		assert_int_equal(pm_gen_child_msg(&root->g, 1, &m), 0);
+	}
+	assert_int_equal(root->g.phase, PM_PHASE_ABORTED);
+	r = last(root, A_DOWN, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_string_equal(r->m.text, "procmgr: lost node n3 (its procmgrd or slurmstepd "
+				       "went away); ending the step");
+	assert_int_equal(count(root, A_RANK, 0, PM_MSG_ABORT), 1);
+	/* A child that goes after the end is no news. */
+	clear(root);
+	pm_gen_child_lost(&root->g, 2, NULL);
+	assert_int_equal(root->n, 0);
+	done(root);
+	done(mid);
+}
+
+static void test_lost_supervisor(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ALWAYS, 5, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	pm_gen_rank_gone(&w->g, 1, "connection reset by peer");
+	/* Not restartable: the task itself is gone. */
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->target, 0);
+	assert_non_null(strstr(r->m.text, "rank 1 on n0 lost its supervisor"));
+	/* It had its START, and nothing after it was gone. */
+	assert_int_equal(count(w, A_RANK, 1, 0), 1);
+	done(w);
+}
+
+static void test_end_reaches_late_comers(void **state)
+{
+	struct world *w = node(0, 3, 2, 3, 1, PM_RESTART_NEVER, 0, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	child(w, 2, PM_MSG_READY, 0, 1);
+	{
+		struct pm_msg m;
+		msg(&m, PM_MSG_FAIL, 0, EXIT(1), 0);
+		m.rank = 2;
+		m.node = 2;
+		assert_int_equal(pm_gen_child_msg(&w->g, 2, &m), 0);
+	}
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	clear(w);
+	/* A child that reconnects after the end is told the end. */
+	pm_gen_child_joined(&w->g, 1);
+	r = last(w, A_CHILD, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->target, 1);
+	done(w);
+
+	w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 0, 0);
+	assert_int_equal(pm_gen_rank_hello(&w->g, 0, 0), 0);
+	pm_gen_local_ready(&w->g);
+	rank_exit(w, 0, 0, 0, 0);
+	/* Rank 1 never came: its generation cannot end until it does. */
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(pm_gen_rank_hello(&w->g, 1, 1), 0);
+	rank_exit(w, 1, 0, 0, 0);
+	assert_int_equal(w->g.phase, PM_PHASE_FINISHED);
+	done(w);
+
+	/* FINISH from the parent reaches a supervisor that comes after it. */
+	w = node(1, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 0, 0);
+	pm_gen_local_ready(&w->g);
+	parent(w, PM_MSG_START, 0);
+	parent(w, PM_MSG_FINISH, 0);
+	clear(w);
+	assert_int_equal(pm_gen_rank_hello(&w->g, 0, 1), 0);
+	r = last(w, A_RANK, PM_MSG_FINISH);
+	assert_non_null(r);
+	assert_false(pm_gen_over(&w->g));
+	pm_gen_rank_gone(&w->g, 0, NULL);
+	assert_true(pm_gen_over(&w->g));
+	done(w);
+}
+
+static void test_delay_timer(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 250);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	pm_gen_timer(&w->g); /* fired outside a delay: nothing */
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	/* The delay decided at the failure is the one armed. */
+	r = last(w, A_TIMER, 0);
+	assert_non_null(r);
+	assert_int_equal(r->target, 250);
+	assert_non_null(strstr(event(w, "stopped"), "\"delay_ms\":250"));
+	assert_int_equal(w->g.phase, PM_PHASE_DELAY);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 1);
+	pm_gen_timer(&w->g);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 2);
+	/* It doubles for the next restart. */
+	rank_exit(w, 0, 1, EXIT(1), 0);
+	assert_int_equal(last(w, A_TIMER, 0)->target, 500);
+	done(w);
+}
+
+static void test_inner_node_stop(void **state)
+{
+	/* Node 1 of 4, fanout 2: child 3. */
+	struct world *w = node(1, 4, 2, 8, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->checks_rc = 0;
+	launch(w, 2);
+	child(w, 3, PM_MSG_READY, 0, 1);
+	parent(w, PM_MSG_START, 0);
+	/* A local failure goes up, with global rank and node; nothing stops yet. */
+	clear(w);
+	rank_exit(w, 1, 0, EXIT(5), 0);
+	r = last(w, A_UP, PM_MSG_FAIL);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 3);
+	assert_int_equal(r->m.node, 1);
+	assert_int_equal(r->m.status, EXIT(5));
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_STOP), 0);
+	parent(w, PM_MSG_STOP, 0);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_STOP), 1);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
+	child(w, 3, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_STOPPED), 0);
+	rank_stopped(w, 0, 0);
+	/* Its ranks are stopped: now its checks, then STOPPED for 2 nodes. */
+	assert_int_equal(count(w, A_CHECKS, -2, 0), 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_STOPPED), 0);
+	pm_gen_checks_done(&w->g, NULL);
+	r = last(w, A_UP, PM_MSG_STOPPED);
+	assert_non_null(r);
+	assert_int_equal(r->m.count, 2);
+	assert_int_equal(r->m.gen, 0);
+	parent(w, PM_MSG_START, 1);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_START), 2);
+	assert_int_equal(last(w, A_RANK, PM_MSG_START)->m.gen, 1);
+	done(w);
+}
+
+static void test_inner_node_health_fails_before_restart(void **state)
+{
+	struct world *w = node(1, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->checks_rc = 0;
+	launch(w, 1);
+	parent(w, PM_MSG_START, 0);
+	parent(w, PM_MSG_STOP, 0);
+	rank_stopped(w, 0, 0);
+	clear(w);
+	pm_gen_checks_done(&w->g, "script:/x: fan 3 failed");
+	r = last(w, A_UP, PM_MSG_FAIL);
+	assert_non_null(r);
+	assert_true(r->m.count & PM_FLAG_HEALTH);
+	assert_string_equal(r->m.text, "script:/x: fan 3 failed");
+	/* It still reports its subtree stopped: the root decides. */
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_STOPPED), 1);
+	done(w);
+}
+
+static void test_health_while_running_and_before_launch(void **state)
+{
+	struct world *w = node(0, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	struct pm_msg m;
+	(void)state;
+
+	/* Node 1 failed its pre-launch checks: it never says READY. */
+	launch(w, 0);
+	msg(&m, PM_MSG_FAIL, 0, 0, PM_FLAG_HEALTH);
+	m.node = 1;
+	pm_msg_set_text(&m, "gpu: 7 of 8 GPUs");
+	assert_int_equal(pm_gen_child_msg(&w->g, 1, &m), 0);
+	assert_non_null(strstr(event(w, "health_failed"), "\"when\":\"before launch\""));
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	assert_non_null(strstr(last(w, A_RANK, PM_MSG_ABORT)->m.text,
+			       "node n1 failed a health check before launch: gpu: 7 of 8 GPUs"));
+	done(w);
+
+	/* While running, a failed periodic check is a failure like a rank's. */
+	w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	launch(w, 0);
+	pm_gen_health_failed(&w->g, "mem: low");
+	assert_non_null(strstr(event(w, "health_failed"), "\"when\":\"while running\""));
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	rank_stopped(w, 0, 0);
+	assert_int_equal(w->g.gen, 1);
+	done(w);
+}
+
+static void test_stale_and_unexpected(void **state)
+{
+	struct world *w = node(0, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	struct pm_msg m;
+	(void)state;
+
+	launch(w, 0);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	child(w, 1, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(w->g.gen, 1);
+	clear(w);
+	/* Generation 0's news in generation 1 changes nothing. */
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	child(w, 1, PM_MSG_DONE, 0, 1);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	assert_int_equal(count(w, A_RANK, -2, 0), 0);
+	/* Frames that have no place on a link are refused for the link to drop. */
+	msg(&m, PM_MSG_START, 1, 0, 0);
+	assert_int_equal(pm_gen_child_msg(&w->g, 1, &m), -1);
+	assert_int_equal(pm_gen_rank_msg(&w->g, 0, &m), -1);
+	msg(&m, PM_MSG_DONE, 1, 0, 1);
+	assert_int_equal(pm_gen_parent_msg(&w->g, &m), -1);
+	done(w);
+}
+
+static void test_abort_local(void **state)
+{
+	struct world *w = node(2, 3, 2, 6, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 4);
+	pm_gen_abort_local(&w->g, "procmgr: slurmstepd of this node went away; ending the step");
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	/* Said by the node's lowest rank, where the reason is known. */
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 4);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_ABORT), 2);
+	assert_null(event(w, "give_up")); /* only the root keeps the log */
+	done(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_node_success),
+		cmocka_unit_test(test_root_barrier),
+		cmocka_unit_test(test_inner_node_reports_subtree),
+		cmocka_unit_test(test_gen0_behind_barrier),
+		cmocka_unit_test(test_late_supervisor),
+		cmocka_unit_test(test_restart_cycle),
+		cmocka_unit_test(test_failure_while_stopping),
+		cmocka_unit_test(test_health_fails_while_stopping),
+		cmocka_unit_test(test_checks_pass_between_generations),
+		cmocka_unit_test(test_checks_cannot_run),
+		cmocka_unit_test(test_all_hung_at_once),
+		cmocka_unit_test(test_stopped_after_exit),
+		cmocka_unit_test(test_success_and_failure_together),
+		cmocka_unit_test(test_always_policy),
+		cmocka_unit_test(test_never_policy),
+		cmocka_unit_test(test_budget_spent),
+		cmocka_unit_test(test_lost_child),
+		cmocka_unit_test(test_lost_supervisor),
+		cmocka_unit_test(test_end_reaches_late_comers),
+		cmocka_unit_test(test_delay_timer),
+		cmocka_unit_test(test_inner_node_stop),
+		cmocka_unit_test(test_inner_node_health_fails_before_restart),
+		cmocka_unit_test(test_health_while_running_and_before_launch),
+		cmocka_unit_test(test_stale_and_unexpected),
+		cmocka_unit_test(test_abort_local),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
