@@ -103,6 +103,21 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	[ "$(grep -c '"event":"rank_failed"' <<<"$output")" -eq 1 ]
 }
 
+@test "every rank hung in the same instant: all stop and generation 1 runs" {
+	# All 8 ranks beat once and block, as behind a collective that never
+	# returns: every supervisor judges its own rank hung within milliseconds
+	# of the others, while the root's STOP is on its way.
+	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:1 --procmgr-hang-timeout=1 \
+		--export=ALL,HANG_RANK=all "$WORKER"
+	echo "$output"; cat "$PM_LOG"
+	[ "$status" -eq 0 ]
+	[ "$(count 'done .*gen=1')" -eq 8 ]
+	run events "$(last_job)" 0
+	[ "$(grep -c '"event":"stopped"' <<<"$output")" -eq 1 ]
+	[ "$(grep -c '"event":"start"' <<<"$output")" -eq 1 ]
+	grep -q '"hung":true' <<<"$output"
+}
+
 @test "scancel during a restart leaves no process of the job on any node" {
 	cat >job.sh <<-EOS
 	#!/bin/bash

@@ -5,7 +5,8 @@
 #   FAIL_HOW             exit:CODE (default exit:7) | kill (SIGKILL itself)
 #   GRANDCHILD=MARK      leave a grandchild "sleep" in the process group, and
 #                        one in a new session, both with MARK in argv
-#   HANG_RANK            this rank heartbeats once, then hangs (gen 0)
+#   HANG_RANK            this rank heartbeats once, then hangs (gen 0); "all":
+#                        every rank does, as in a collective that never ends
 #   RUN=SECONDS          how long a healthy rank works (default 0)
 gen=${PROCMGR_RESTART_COUNT:-x}
 log() { echo "$1 rank=$RANK gen=$gen node=$SLURMD_NODENAME pid=$$ $2" >>"$PM_LOG"; }
@@ -17,7 +18,7 @@ if [ -n "${GRANDCHILD:-}" ] && [ "$gen" = 0 ]; then
 	bash -c "exec -a $GRANDCHILD-pgrp sleep 300" &
 	setsid bash -c "exec -a $GRANDCHILD-session sleep 300" &
 fi
-if [ "${HANG_RANK:-}" = "$RANK" ] && [ "$gen" = 0 ]; then
+if { [ "${HANG_RANK:-}" = "$RANK" ] || [ "${HANG_RANK:-}" = all ]; } && [ "$gen" = 0 ]; then
 	touch "$PROCMGR_HEARTBEAT"
 	sleep 300 & wait
 fi
