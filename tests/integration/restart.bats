@@ -106,9 +106,10 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 @test "every rank hung in the same instant: all stop and generation 1 runs" {
 	# All 8 ranks beat once and block, as behind a collective that never
 	# returns: every supervisor judges its own rank hung within milliseconds
-	# of the others, while the root's STOP is on its way.
+	# of the others, and the root's STOP reaches each while it is still
+	# ending its rank (which takes 0.5 s to exit on SIGTERM).
 	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:1 --procmgr-hang-timeout=1 \
-		--export=ALL,HANG_RANK=all "$WORKER"
+		--export=ALL,HANG_RANK=all,TERM_DELAY=0.5 "$WORKER"
 	echo "$output"; cat "$PM_LOG"
 	[ "$status" -eq 0 ]
 	[ "$(count 'done .*gen=1')" -eq 8 ]

@@ -8,10 +8,11 @@
 #   HANG_RANK            this rank heartbeats once, then hangs (gen 0); "all":
 #                        every rank does, as in a collective that never ends
 #   RUN=SECONDS          how long a healthy rank works (default 0)
+#   TERM_DELAY=SECONDS   how long it takes to exit on SIGTERM (default 0)
 gen=${PROCMGR_RESTART_COUNT:-x}
 log() { echo "$1 rank=$RANK gen=$gen node=$SLURMD_NODENAME pid=$$ $2" >>"$PM_LOG"; }
 # Set before anything is logged: a stop may come as soon as "start" is seen.
-trap 'log term; exit 143' TERM
+trap 'log term; sleep "${TERM_DELAY:-0}"; exit 143' TERM
 log start "local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK master=$MASTER_ADDR:$MASTER_PORT telastic=$TORCHELASTIC_RESTART_COUNT max=$TORCHELASTIC_MAX_RESTARTS ports=$SLURM_STEP_RESV_PORTS"
 
 if [ -n "${GRANDCHILD:-}" ] && [ "$gen" = 0 ]; then
