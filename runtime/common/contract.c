@@ -266,6 +266,10 @@ static int set_value(struct pm_daemon_args *a, const struct flag *f, char *v, ch
 	unsigned u;
 
 	if (f->kind == STR) {
+		if (f->required && !*v) {
+			snprintf(err, errlen, "--%s needs a value", f->name);
+			return -1;
+		}
 		if (f->hi && strlen(v) > f->hi)
 			return bad_value(f, v, err, errlen);
 		*(const char **)field(a, f) = v;

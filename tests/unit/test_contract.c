@@ -350,6 +350,7 @@ static void test_args_refused(void **state)
 		    "--nodes", "n1", "--ntasks-local", "1", "--ntasks", "1", "--port", "5");
 	parse_fails("missing --job", 1);
 	parse_fails("--events needs a value", 18, REQ, "--events");
+	parse_fails("--nodes needs a value", 3, "--nodes", "");
 	parse_fails("unknown argument '--fan'", 19, REQ, "--fan", "3");
 	parse_fails("unexpected argument 'extra'", 18, REQ, "extra");
 }
