@@ -1,11 +1,16 @@
 #include "drain.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+
+#include "health/health.h"
+#include "plugin.h"
 
 #define PM_DRAIN_PREFIX "procmgr: "
 
@@ -42,4 +47,116 @@ int pm_drain_node(const char *node, const char *reason, char *err, size_t errlen
 		return -1;
 	}
 	return 0;
+}
+
+/* Our node's Slurm name: the step's node list at our index.
+ * slurm_hostlist_* come from the Slurm library slurmstepd has loaded. */
+static void this_node_name(const struct pm_node *n, char *buf, size_t len)
+{
+	hostlist_t hl = slurm_hostlist_create(n->nodelist);
+	char *h = NULL;
+	uint32_t i;
+
+	buf[0] = '\0';
+	if (!hl)
+		return;
+	for (i = 0; i <= n->nodeid; i++) {
+		free(h);
+		h = slurm_hostlist_shift(hl);
+		if (!h)
+			break;
+	}
+	if (h)
+		snprintf(buf, len, "%s", h);
+	free(h);
+	slurm_hostlist_destroy(hl);
+}
+
+/* procmgrd is the user's: a job's user must not be able to drain a node at
+ * will. Only a check of the site's own list counts. */
+static bool site_check(const char *item)
+{
+	char list[PM_LIST_MAX], *save = NULL, *tok;
+
+	snprintf(list, sizeof(list), "%s", pm_g.site.health);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, item))
+			return true;
+	return false;
+}
+
+/* The report's line; removed once read. -1 if there is none. */
+static int take_report(const char *path, struct pm_report *r)
+{
+	char line[sizeof(r->check) + sizeof(r->reason) + 4];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	unlink(path);
+	return pm_report_parse(line, r);
+}
+
+/* Runs check as root; 0 if it passes, else why in reason. */
+static int recheck(const char *item, char *reason, size_t len)
+{
+	struct pm_check check;
+	struct pm_health *h = NULL;
+	struct pm_health_result res;
+	struct pm_health_ctx ctx = { .timeout_ms = pm_g.site.health_timeout_ms };
+	char err[PM_ERRLEN];
+	int rc = -1;
+
+	if (pm_check_parse(item, &check, err, sizeof(err)) ||
+	    pm_health_open(&h, &ctx, err, sizeof(err))) {
+		pm_err("cannot re-run '%s' before draining: %s", item, err);
+		goto out;
+	}
+	rc = pm_health_run(h, &check, 1, &res) == 0 ? 0 : 1;
+	if (rc)
+		pm_report_format(reason, len, res.check, res.reason);
+out:
+	if (h)
+		pm_health_close(h);
+	return rc;
+}
+
+void pm_drain_maybe(const struct pm_node *n)
+{
+	struct pm_report r;
+	char node[256], reason[512], err[PM_ERRLEN];
+
+	if (take_report(n->report, &r) || !pm_g.site.drain)
+		return;
+	if (!site_check(r.check)) {
+		pm_info("not draining for '%s': not one of the site's checks", r.check);
+		return;
+	}
+	this_node_name(n, node, sizeof(node));
+	if (!node[0]) {
+		pm_err("cannot drain for '%s': this node's name is unknown", r.check);
+		return;
+	}
+	/* As procmgrd ran it: site scripts learn where they run. */
+	setenv("SLURMD_NODENAME", node, 1);
+	switch (recheck(r.check, reason, sizeof(reason))) {
+	case 0:
+		pm_info("not draining %s: '%s' passes when run as root", node, r.check);
+		break;
+	case 1:
+		if (pm_drain_node(node, reason, err, sizeof(err)))
+			pm_err("%s", err);
+		else
+			pm_info("drained node %s: %s", node, reason);
+		break;
+	default:
+		break;
+	}
 }

@@ -16,4 +16,11 @@
  * daemon already has loaded (a second libslurm would clash with it). */
 int pm_drain_node(const char *node, const char *reason, char *err, size_t errlen);
 
+struct pm_node;
+/* At step end, as root: if procmgrd left a health report (contract.h) for
+ * one of the site's own checks and the site drains (drain=yes), run that
+ * check again here and drain the node if it fails again. The report is
+ * removed. Says what it did in slurmd's log. */
+void pm_drain_maybe(const struct pm_node *n);
+
 #endif

@@ -3,16 +3,14 @@
 #define PM_PLUGIN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <slurm/spank.h>
 
+#include "common/contract.h"
 #include "common/options.h"
 
 #define PM_NAME "procmgr"
-/* Options travel from sbatch's batch step to its srun steps, and from srun
- * to slurmstepd, in these variables (see SLURM-NOTES.md). */
-#define PM_ENV_JOB_OPTS "PROCMGR_JOB_OPTIONS"
-#define PM_ENV_STEP_OPTS "PROCMGR_STEP_OPTIONS"
 
 struct pm_plugin {
 	struct pm_site site;
@@ -22,10 +20,35 @@ struct pm_plugin {
 	/* A problem found where it cannot be reported yet (remote side): told
 	 * to the user from task_init, where srun shows it and fails. */
 	char error[PM_ERRLEN];
-	struct pm_node *node;   /* remote: this node's part of the step */
 };
 
 extern struct pm_plugin pm_g;
+
+/* Remote: this node's part of the step. Filled in init_post_opt (as root)
+ * and user_init, inherited by every task's process. */
+struct pm_node {
+	uint32_t job, step, nodeid, nnodes, ntasks_local, ntasks;
+	uid_t uid;
+	gid_t gid;
+	unsigned port; /* control tree; MASTER_PORT is port + 1 */
+	char nodelist[4096];
+	char master[256];
+	char opts[4096]; /* the resolved options, as they travel (pm_opts_format) */
+	char jobdir[PATH_MAX];
+	char rundir[PATH_MAX];
+	char report[PATH_MAX]; /* procmgrd's account of a failed check */
+	char munge_socket[PATH_MAX];
+	char shim[PATH_MAX];   /* procmgr-rank */
+	struct pm_bind_plan *plan;
+	char step_gpus[1024]; /* set when Slurm renumbers the task's GPUs */
+	pid_t pid;            /* procmgrd */
+	int pidfd;
+	uint32_t tasks_exited;
+};
+
+/* The step's identity, node list, ports and paths, from Slurm and the
+ * site's configuration. 0, or -1 with err. */
+int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen);
 
 /* Messages to the user, always prefixed with the plugin's name. */
 #define pm_err(...) slurm_error(PM_NAME ": " __VA_ARGS__)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "common/contract.h"
 #include "health/health.h"
 
 #define PM_HEALTH_MAX_CHECKS 64
@@ -104,8 +105,8 @@ int pm_cmd_health(int argc, char **argv)
 	char err[512];
 	int json = 0, n, bad, opt;
 
-	ctx.sysroot = getenv("PROCMGR_SYSROOT");
-	ctx.nvml_lib = getenv("PROCMGR_NVML_LIB");
+	ctx.sysroot = getenv(PM_ENV_SYSROOT);
+	ctx.nvml_lib = getenv(PM_ENV_NVML_LIB);
 	if (ctx.sysroot && !*ctx.sysroot)
 		ctx.sysroot = NULL;
 	if (ctx.nvml_lib && !*ctx.nvml_lib)

@@ -1,5 +1,6 @@
 #include "guard.h"
 
+#include "common/contract.h"
 #include "health/health.h"
 
 #include <errno.h>
@@ -40,6 +41,8 @@ int pm_guard_init(struct pm_guard *g, const char *list, const char *node,
 	return pm_health_open(&g->h, &ctx, err, errlen);
 }
 
+/* why is pm_report_format's "check: reason": the plugin reads it back with
+ * pm_report_parse to re-run the check before draining. */
 static void write_report(struct pm_guard *g, const char *why)
 {
 	FILE *f;
@@ -67,11 +70,13 @@ int pm_guard_run(struct pm_guard *g, char *why, size_t len)
 	}
 	bad = pm_health_run(g->h, g->checks, g->n, res);
 	for (i = 0; bad && i < g->n; i++) {
+		char reason[sizeof(res[i].reason) + 32];
 		if (res[i].status == PM_HEALTH_OK)
 			continue;
-		snprintf(why, len, "%s: %s%s", res[i].check,
+		snprintf(reason, sizeof(reason), "%s%s",
 			 res[i].status == PM_HEALTH_ERROR ? "could not check: " : "",
 			 res[i].reason);
+		pm_report_format(why, len, res[i].check, reason);
 		write_report(g, why);
 		break;
 	}

@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "common/hostlist.h"
 
 #include "guard.h"
@@ -268,83 +268,55 @@ static void cleanup_rundir(struct daemon *d)
 		pm_log(&d->step, "cannot remove %s: %m", d->rundir);
 }
 
-static void ready(struct daemon *d, const char *msg)
+/* The one line the plugin waits for (contract.h); a cut reason still
+ * makes a whole line. */
+static void ready(struct daemon *d, enum pm_ready_kind kind, const char *node,
+		  const char *text)
 {
+	char msg[PM_READY_MAX];
+
 	if (d->ready_fd < 0)
 		return;
+	pm_ready_format(msg, sizeof(msg), kind, node, text);
 	if (write(d->ready_fd, msg, strlen(msg)) < 0)
 		pm_log(&d->step, "cannot tell the plugin we are ready: %m");
 	close(d->ready_fd);
 	d->ready_fd = -1;
 }
 
-static void usage(void)
-{
-	fprintf(stderr,
-		"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST "
-		"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] "
-		"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] "
-		"[--watch-pid PID] [--health-report FILE] [--health-timeout MS]\n"
-		"procmgrd is started by procmgr.so inside a Slurm step.\n");
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "job", 1, 0, 'j' }, { "step", 1, 0, 's' }, { "node-id", 1, 0, 'i' },
-		{ "nodes", 1, 0, 'n' }, { "ntasks-local", 1, 0, 'l' },
-		{ "ntasks", 1, 0, 't' }, { "port", 1, 0, 'p' }, { "fanout", 1, 0, 'k' },
-		{ "rundir", 1, 0, 'r' }, { "events", 1, 0, 'e' },
-		{ "munge-socket", 1, 0, 'm' }, { "opts", 1, 0, 'o' },
-		{ "ready-fd", 1, 0, 'R' }, { "watch-pid", 1, 0, 'W' },
-		{ "health-report", 1, 0, 'H' }, { "health-timeout", 1, 0, 'T' },
-		{ 0, 0, 0, 0 }
-	};
 	struct daemon d;
 	struct pm_step *s = &d.step;
-	const char *nodes = NULL, *events = NULL, *opts = "", *report = NULL;
-	char err[PM_ERRLEN], msg[PM_ERRLEN + 1024];
-	unsigned v, health_timeout = 30000;
-	int c, rc = 1;
+	struct pm_daemon_args a;
+	const char *nodes, *events, *opts, *report;
+	char err[PM_ERRLEN];
+	unsigned health_timeout;
+	int rc = 1;
 
 	memset(&d, 0, sizeof(d));
 	d.ready_fd = -1;
-	s->node = -1;
-	s->fanout = PM_DEFAULT_FANOUT;
 	s->loop = &d.loop;
-	int li = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, &li)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'j': bad = pm_parse_uint(optarg, 0, ~0u, &s->job); break;
-		case 's': bad = pm_parse_uint(optarg, 0, ~0u, &s->stepid); break;
-		case 'i': bad = pm_parse_uint(optarg, 0, 10000000, &v); s->node = (int)v; break;
-		case 'n': nodes = optarg; break;
-		case 'l': bad = pm_parse_uint(optarg, 1, 100000, &v); s->ntasks_local = (int)v; break;
-		case 't': bad = pm_parse_uint(optarg, 1, 100000000, &v); s->ntasks = (int)v; break;
-		case 'p': bad = pm_parse_uint(optarg, 1, 65535, &d.port); break;
-		case 'k': bad = pm_parse_uint(optarg, 2, 1024, &v); s->fanout = (int)v; break;
-		case 'r': snprintf(d.rundir, sizeof(d.rundir), "%s", optarg); break;
-		case 'e': events = optarg; break;
-		case 'm': s->munge_socket = optarg; break;
-		case 'o': opts = optarg; break;
-		case 'H': report = optarg; break;
-		case 'T': bad = pm_parse_uint(optarg, 1, 3600000, &health_timeout); break;
-		case 'R': bad = pm_parse_uint(optarg, 0, 65535, &v); d.ready_fd = (int)v; break;
-		case 'W': bad = pm_parse_uint(optarg, 1, ~0u >> 1, &v); d.watch_pid = (pid_t)v; break;
-		default: usage(); return 2;
-		}
-		if (bad) {
-			fprintf(stderr, "procmgrd: bad value '%s' for --%s\n", optarg,
-				longopts[li].name);
-			return 2;
-		}
-	}
-	if (!nodes || s->node < 0 || !s->ntasks_local || !s->ntasks || !d.port ||
-	    !d.rundir[0]) {
-		usage();
+	if (pm_daemon_args_parse(&a, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "procmgrd: %s\n%s", err, PM_DAEMON_USAGE);
 		return 2;
 	}
+	s->job = a.job;
+	s->stepid = a.step;
+	s->node = (int)a.node_id;
+	nodes = a.nodes;
+	s->ntasks_local = (int)a.ntasks_local;
+	s->ntasks = (int)a.ntasks;
+	d.port = a.port;
+	s->fanout = (int)a.fanout;
+	snprintf(d.rundir, sizeof(d.rundir), "%s", a.rundir);
+	events = a.events;
+	s->munge_socket = a.munge_socket;
+	opts = a.opts;
+	report = a.health_report;
+	health_timeout = a.health_timeout_ms;
+	d.ready_fd = a.ready_fd;
+	d.watch_pid = a.watch_pid;
 	s->uid = getuid();
 	pm_opts_init(&s->opts);
 	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err))) {
@@ -378,7 +350,10 @@ int main(int argc, char **argv)
 		snprintf(err, sizeof(err), "mkdir %.400s: %s", d.rundir, strerror(errno));
 		goto out_ready;
 	}
-	snprintf(d.sock_path, sizeof(d.sock_path), "%.4000s/sock", d.rundir);
+	if (pm_path_sock(d.sock_path, sizeof(d.sock_path), d.rundir)) {
+		snprintf(err, sizeof(err), "run directory path too long: %.400s", d.rundir);
+		goto out_clean;
+	}
 	if (listen_unix(&d) || (s->nchildren && listen_tcp(&d))) {
 		snprintf(err, sizeof(err), "cannot listen (see the procmgrd log)");
 		goto out_clean;
@@ -401,11 +376,10 @@ int main(int argc, char **argv)
 	{
 		char why[1024];
 		if (pm_guard_run(&d.guard, why, sizeof(why))) {
-			snprintf(msg, sizeof(msg), "health\t%s\t%s\n", s->names[s->node], why);
-			ready(&d, msg);
+			ready(&d, PM_READY_HEALTH, s->names[s->node], why);
 			pm_gen_health_failed(&s->gen, why);
 		} else {
-			ready(&d, "ok\n");
+			ready(&d, PM_READY_OK, NULL, NULL);
 			pm_gen_local_ready(&s->gen);
 		}
 	}
@@ -421,7 +395,6 @@ out_clean:
 	cleanup_rundir(&d);
 out_ready:
 	fprintf(stderr, "procmgrd: %s\n", err);
-	snprintf(msg, sizeof(msg), "error: %s\n", err);
-	ready(&d, msg);
+	ready(&d, PM_READY_ERROR, NULL, err);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "io/conn.h"
 #include "io/loop.h"
 #include "common/options.h"
@@ -123,8 +124,8 @@ static void start_child(struct rank *r, uint32_t gen)
 		setpgid(0, 0);
 		sigprocmask(SIG_SETMASK, &r->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		setenv("PROCMGR_RESTART_COUNT", count, 1);
-		setenv("TORCHELASTIC_RESTART_COUNT", count, 1);
+		setenv(PM_ENV_RESTART_COUNT, count, 1);
+		setenv(PM_ENV_TE_RESTART_COUNT, count, 1);
 		execvp(r->argv[0], r->argv);
 		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", r->grank,
 			r->argv[0], strerror(errno));
@@ -303,9 +304,24 @@ static int env_uint(const char *name, unsigned *out)
 	return v ? pm_parse_uint(v, 0, ~0u, out) : 0;
 }
 
+/* The step's options as slurmstepd resolved them: the plugin sets them in
+ * every rank's environment, in the one form options travel in. */
+static int read_opts(struct rank *r, char *err, size_t errlen)
+{
+	const char *s = getenv(PM_ENV_STEP_OPTS);
+	struct pm_opts o;
+
+	pm_opts_init(&o);
+	if (s && pm_opts_parse_str(&o, s, PM_ENV_STEP_OPTS, err, errlen))
+		return -1;
+	r->grace_ms = o.grace_ms;
+	r->hang_ms = o.hang_timeout_ms;
+	return 0;
+}
+
 static int setup(struct rank *r, char *err, size_t errlen)
 {
-	const char *sock = getenv("PROCMGR_SOCK");
+	const char *sock = getenv(PM_ENV_SOCK);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	sigset_t set;
 	unsigned v = 0;
@@ -313,20 +329,19 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	int fd;
 
 	if (!sock || strlen(sock) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "PROCMGR_SOCK is not set: procmgr-rank runs inside a "
+		snprintf(err, errlen, PM_ENV_SOCK " is not set: procmgr-rank runs inside a "
 			 "procmgr step only");
 		return -1;
 	}
 	r->node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "?";
-	if (env_uint("RANK", &v) == 0)
+	if (env_uint(PM_ENV_RANK, &v) == 0)
 		r->grank = (int)v;
 	v = 0;
-	if (env_uint("LOCAL_RANK", &v) == 0)
+	if (env_uint(PM_ENV_LOCAL_RANK, &v) == 0)
 		r->lrank = (int)v;
-	r->grace_ms = PM_DEFAULT_GRACE_MS;
-	env_uint("PROCMGR_GRACE_MS", &r->grace_ms);
-	env_uint("PROCMGR_HANG_MS", &r->hang_ms);
-	r->heartbeat = r->hang_ms ? getenv("PROCMGR_HEARTBEAT") : NULL;
+	if (read_opts(r, err, errlen))
+		return -1;
+	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
 
 	/* Our own mask from slurmstepd is what the command should get, less
 	 * what slurmstepd blocks for itself. */
@@ -391,17 +406,17 @@ int main(int argc, char **argv)
 {
 	struct rank r;
 	char err[512];
-	const char *argv0 = getenv("PROCMGR_ARGV0");
+	const char *argv0 = getenv(PM_ENV_ARGV0);
 
 	memset(&r, 0, sizeof(r));
 	if (argc < 1 || !argv0) {
-		fprintf(stderr, "procmgr-rank: PROCMGR_ARGV0 is not set: procmgr-rank runs "
+		fprintf(stderr, "procmgr-rank: " PM_ENV_ARGV0 " is not set: procmgr-rank runs "
 			"inside a procmgr step only\n");
 		return 2;
 	}
 	/* Slurm exec'd us in place of the command: put the command back. */
 	argv[0] = strdup(argv0);
-	unsetenv("PROCMGR_ARGV0");
+	unsetenv(PM_ENV_ARGV0);
 	r.argv = argv;
 	if (setup(&r, err, sizeof(err))) {
 		fprintf(stderr, "procmgr: rank %d: %s\n", r.grank, err);

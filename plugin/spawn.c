@@ -1,0 +1,271 @@
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/checkspec.h"
+#include "io/rundir.h"
+#include "plugin.h"
+
+int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen)
+{
+	struct stat st;
+
+	/* state_dir/JOB belongs to the job's user: the event log and procmgrd's
+	 * logs stay there for the user to read. */
+	if (mkdir(pm_g.site.state_dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create state_dir %s: %s", pm_g.site.state_dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (mkdir(n->jobdir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", n->jobdir, strerror(errno));
+		return -1;
+	}
+	/* We are root here: never follow a link, never take another user's
+	 * directory (a job id seen before, or a trap). */
+	if (lstat(n->jobdir, &st)) {
+		snprintf(err, errlen, "cannot stat %s: %s", n->jobdir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != n->uid)) {
+		snprintf(err, errlen, "%s is not a directory of root or of the job's user: "
+			 "remove it", n->jobdir);
+		return -1;
+	}
+	if (lchown(n->jobdir, n->uid, n->gid)) {
+		snprintf(err, errlen, "cannot give %s to the job's user: %s", n->jobdir,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* In the child, before exec: become the job's user for good. */
+static int drop_privileges(spank_t sp, const struct pm_node *n)
+{
+	gid_t *gids = NULL;
+	int ngids = 0;
+
+	if (geteuid() != 0 && seteuid(0))
+		return -1;
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) != ESPANK_SUCCESS)
+		ngids = 0;
+	if (setgroups((size_t)ngids, gids) || setresgid(n->gid, n->gid, n->gid) ||
+	    setresuid(n->uid, n->uid, n->uid))
+		return -1;
+	/* Make sure there is no way back. */
+	if (n->uid != 0 && setresuid(0, 0, 0) == 0)
+		return -1;
+	return 0;
+}
+
+/* The child's last word when it cannot become procmgrd. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+child_fails(int ready_fd, const char *fmt, ...)
+{
+	char text[PM_ERRLEN], line[PM_READY_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	pm_ready_format(line, sizeof(line), PM_READY_ERROR, NULL, text);
+	(void)!write(ready_fd, line, strlen(line));
+	_exit(1);
+}
+
+static void redirect(const char *log)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	if (fd >= 0) {
+		dup2(fd, 0);
+		close(fd);
+	}
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+}
+
+static void __attribute__((noreturn))
+exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd)
+{
+	static char buf[4 * PATH_MAX + sizeof(n->nodelist) + sizeof(n->opts) + 1024];
+	char log[PATH_MAX], events[PATH_MAX], err[PM_ERRLEN];
+	char *argv[PM_DAEMON_ARGV_MAX];
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct pm_daemon_args a;
+	sigset_t none;
+	int fd;
+
+	setsid();
+	if (drop_privileges(sp, n))
+		child_fails(ready_fd, "cannot become uid %u: %s", n->uid, strerror(errno));
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (pm_path_log(log, sizeof(log), pm_g.site.state_dir, n->job, n->step, n->nodeid) ||
+	    pm_path_events(events, sizeof(events), pm_g.site.state_dir, n->job, n->step))
+		child_fails(ready_fd, "state_dir %.400s is too long for the step's files",
+			    pm_g.site.state_dir);
+	redirect(log);
+
+	pm_daemon_args_init(&a);
+	a.job = n->job;
+	a.step = n->step;
+	a.node_id = n->nodeid;
+	a.nodes = n->nodelist;
+	a.ntasks_local = n->ntasks_local;
+	a.ntasks = n->ntasks;
+	a.port = n->port;
+	a.fanout = pm_g.site.fanout;
+	a.rundir = n->rundir;
+	a.events = events;
+	a.munge_socket = n->munge_socket;
+	a.opts = n->opts;
+	a.ready_fd = ready_fd;
+	a.watch_pid = stepd;
+	a.health_report = n->report;
+	a.health_timeout_ms = pm_g.site.health_timeout_ms;
+	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
+				  sizeof(buf), err, sizeof(err)))
+		child_fails(ready_fd, "%s", err);
+	/* Only what we pass: nothing of slurmstepd's fds. */
+	for (fd = 3; fd < 1024; fd++)
+		if (fd != ready_fd)
+			close(fd);
+	execve(argv[0], argv, envp);
+	child_fails(ready_fd, "cannot run %s: %s", argv[0], strerror(errno));
+}
+
+enum { READY_LINE, READY_NONE, READY_LATE };
+
+/* The first line from procmgrd, if one comes in time. */
+static int read_ready(int fd, int wait_ms, char *buf, size_t len)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < len - 1) {
+		ssize_t r;
+		int pr = poll(&pfd, 1, wait_ms);
+		if (pr == 0)
+			return READY_LATE;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		r = read(fd, buf + got, len - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return got ? READY_LINE : READY_NONE;
+}
+
+int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
+{
+	char line[PM_READY_MAX];
+	struct pm_ready r;
+	pid_t stepd = getpid();
+	int p[2], nchecks, wait_ms, got;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	n->pid = fork();
+	if (n->pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (n->pid == 0) {
+		close(p[0]);
+		fcntl(p[1], F_SETFD, 0);
+		exec_procmgrd(sp, n, p[1], stepd);
+	}
+	close(p[1]);
+	p[1] = -1;
+	n->pidfd = (int)syscall(SYS_pidfd_open, n->pid, 0);
+
+	/* Ready means listening, with this node's checks done: give them
+	 * their time (each script is bounded by health_timeout). */
+	nchecks = pm_checks_parse(pm_g.resolved.health, NULL, 0, line, sizeof(line));
+	wait_ms = 30000 + (nchecks > 0 ? nchecks : 0) * (int)pm_g.site.health_timeout_ms;
+	got = read_ready(p[0], wait_ms, line, sizeof(line));
+	close(p[0]);
+	if (got == READY_LATE) {
+		snprintf(err, errlen, "procmgrd did not start on node %u: error: not ready "
+			 "after %d s", n->nodeid, wait_ms / 1000);
+		return -1;
+	}
+	if (got == READY_NONE) {
+		snprintf(err, errlen, "procmgrd did not start on node %u: it exited without a "
+			 "word (see its log in state_dir)", n->nodeid);
+		return -1;
+	}
+	if (pm_ready_parse(line, &r)) {
+		snprintf(err, errlen, "procmgrd did not start on node %u: %s", n->nodeid, line);
+		return -1;
+	}
+	switch (r.kind) {
+	case PM_READY_OK:
+		return 0;
+	case PM_READY_HEALTH:
+		snprintf(err, errlen, "node %s failed a health check before launch: %s; the "
+			 "step does not start", r.node, r.text[0] ? r.text : "?");
+		return -1;
+	case PM_READY_ERROR:
+		snprintf(err, errlen, "procmgrd did not start on node %u: error: %s", n->nodeid,
+			 r.text);
+		return -1;
+	}
+	return -1;
+fail:
+	close(p[0]);
+	close(p[1]);
+	return -1;
+}
+
+void pm_spawn_stop(struct pm_node *n)
+{
+	struct pollfd pfd;
+
+	if (n->pid <= 0)
+		return;
+	kill(n->pid, SIGTERM);
+	if (n->pidfd >= 0) {
+		pfd.fd = n->pidfd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 5000) == 0) {
+			pm_err("procmgrd (pid %d) ignored SIGTERM for 5 s: killing it", (int)n->pid);
+			kill(n->pid, SIGKILL);
+		}
+		close(n->pidfd);
+		n->pidfd = -1;
+	}
+	/* slurmstepd may have reaped it already: ECHILD is fine. */
+	waitpid(n->pid, NULL, 0);
+	n->pid = -1;
+	/* procmgrd removes its run directory; after a SIGKILL we do. */
+	if (pm_rundir_remove(n->rundir))
+		pm_err("cannot remove %s: %m", n->rundir);
+}

@@ -1,0 +1,167 @@
+/* What procmgr's processes say to each other outside the wire protocol:
+ * environment names, run-directory layout, procmgrd's command line, the
+ * ready pipe and the health report. The plugin (as root in slurmstepd),
+ * procmgrd and procmgr-rank are built and upgraded together, but each
+ * side must read exactly what the other writes: both go through here.
+ * Pure: builds and parses text, never touches a file. */
+#ifndef PM_CONTRACT_H
+#define PM_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- environment ----
+ * Names procmgr defines. Names Slurm or CUDA define (SLURM_*,
+ * SLURMD_NODENAME, CUDA_VISIBLE_DEVICES) are written where they are used. */
+
+/* Options, always in pm_opts_format's form: from sbatch's batch step (or
+ * salloc) to the srun steps inside it, and from srun to slurmstepd and on
+ * to each rank (set again by the plugin to what slurmstepd resolved). */
+#define PM_ENV_JOB_OPTS "PROCMGR_JOB_OPTIONS"
+#define PM_ENV_STEP_OPTS "PROCMGR_STEP_OPTIONS"
+/* For procmgr-rank, from the plugin. */
+#define PM_ENV_SOCK "PROCMGR_SOCK"     /* procmgrd's socket (pm_path_sock) */
+#define PM_ENV_ARGV0 "PROCMGR_ARGV0"   /* the command Slurm would have run */
+/* For the user's command. */
+#define PM_ENV_HEARTBEAT "PROCMGR_HEARTBEAT"         /* with a hang timeout */
+#define PM_ENV_RESTART_COUNT "PROCMGR_RESTART_COUNT" /* the generation */
+/* For procmgr health, to test it on fixture trees. */
+#define PM_ENV_SYSROOT "PROCMGR_SYSROOT"
+#define PM_ENV_NVML_LIB "PROCMGR_NVML_LIB"
+
+/* torchrun's environment, so that a script written for it runs as is:
+ * set by the plugin, the restart count again by procmgr-rank, and RANK and
+ * LOCAL_RANK read back by procmgr-rank. */
+#define PM_ENV_RANK "RANK"
+#define PM_ENV_LOCAL_RANK "LOCAL_RANK"
+#define PM_ENV_WORLD_SIZE "WORLD_SIZE"
+#define PM_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE"
+#define PM_ENV_GROUP_RANK "GROUP_RANK"
+#define PM_ENV_GROUP_WORLD_SIZE "GROUP_WORLD_SIZE"
+#define PM_ENV_ROLE_RANK "ROLE_RANK"
+#define PM_ENV_ROLE_WORLD_SIZE "ROLE_WORLD_SIZE"
+#define PM_ENV_MASTER_ADDR "MASTER_ADDR"
+#define PM_ENV_MASTER_PORT "MASTER_PORT"
+#define PM_ENV_TE_RUN_ID "TORCHELASTIC_RUN_ID"
+#define PM_ENV_TE_MAX_RESTARTS "TORCHELASTIC_MAX_RESTARTS"
+#define PM_ENV_TE_USE_AGENT_STORE "TORCHELASTIC_USE_AGENT_STORE"
+#define PM_ENV_TE_RESTART_COUNT "TORCHELASTIC_RESTART_COUNT"
+
+/* The rank supervisor is installed next to procmgrd. */
+#define PM_RANK_PROGRAM "procmgr-rank"
+
+/* ---- run-directory layout ----
+ *   STATE_DIR/JOB/                 the job's user's: logs stay for them
+ *   STATE_DIR/JOB/STEP.NODE.run/   procmgrd's run directory, removed at end
+ *       sock                       procmgrd's unix socket for its ranks
+ *       heartbeat.LRANK            touched by the user's command
+ *   STATE_DIR/JOB/STEP.NODE.log    procmgrd's stdout and stderr
+ *   STATE_DIR/JOB/STEP.events.jsonl  the step's event log (node 0)
+ *   STATE_DIR/JOB/STEP.NODE.unhealthy  a failed check, for the plugin
+ * Each returns 0, or -1 if the path does not fit in len (buf is then "").
+ * The run directory's files are built from the run directory, which is
+ * what procmgrd is given. */
+int pm_path_jobdir(char *buf, size_t len, const char *state_dir, uint32_t job);
+int pm_path_rundir(char *buf, size_t len, const char *state_dir, uint32_t job,
+		   uint32_t step, uint32_t node);
+int pm_path_log(char *buf, size_t len, const char *state_dir, uint32_t job,
+		uint32_t step, uint32_t node);
+int pm_path_events(char *buf, size_t len, const char *state_dir, uint32_t job,
+		   uint32_t step);
+int pm_path_report(char *buf, size_t len, const char *state_dir, uint32_t job,
+		   uint32_t step, uint32_t node);
+int pm_path_sock(char *buf, size_t len, const char *rundir);
+int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank);
+
+/* ---- the ready pipe ----
+ * procmgrd (or the plugin's child, before it becomes procmgrd) writes one
+ * line to the plugin when it listens and the pre-launch checks are done:
+ *   ok
+ *   health<TAB>NODE<TAB>WHY     a check failed; WHY is "check: reason"
+ *   error: TEXT                 procmgrd cannot run the step
+ * Control characters in NODE, WHY and TEXT are written as spaces, so that a
+ * line is always one line of the fields above. */
+#define PM_READY_MAX 2048 /* a line, newline included */
+
+enum pm_ready_kind { PM_READY_OK, PM_READY_HEALTH, PM_READY_ERROR };
+
+struct pm_ready {
+	enum pm_ready_kind kind;
+	char node[256];         /* health */
+	char text[PM_READY_MAX]; /* health: WHY; error: TEXT */
+};
+
+/* The line, newline included. node is for PM_READY_HEALTH, text for
+ * PM_READY_HEALTH and PM_READY_ERROR (NULL for none). A line too long for
+ * len is cut in its last field and still ends with a newline; -1 says so. */
+int pm_ready_format(char *buf, size_t len, enum pm_ready_kind kind, const char *node,
+		    const char *text);
+/* One line, with or without its newline. -1 if it is none of the above
+ * (out is then unspecified): the caller shows it as it came. */
+int pm_ready_parse(const char *line, struct pm_ready *out);
+
+/* ---- the health report ----
+ * procmgrd writes the first failure of a check to the report file, one line
+ * "CHECK: REASON" and a newline, for the plugin to drain the node on (after
+ * running CHECK again as root). The same text is procmgrd's "why" in
+ * messages. A check item has no white space (checkspec.c), so the first
+ * ": " ends it. */
+struct pm_report {
+	char check[1024];
+	char reason[1024];
+};
+
+/* "check: reason" without newline; control characters in reason become
+ * spaces. -1 if check is empty or cannot be told apart from the reason
+ * (white space or control characters in it), or if the text does not fit
+ * (buf then holds as much of it as fits). */
+int pm_report_format(char *buf, size_t len, const char *check, const char *reason);
+/* One line, with or without its newline. -1 if it has no check, or a field
+ * is too long. */
+int pm_report_parse(const char *line, struct pm_report *out);
+
+/* ---- procmgrd's command line ----
+ * Flags "--name VALUE" (or "--name=VALUE"), in the order of the table in
+ * contract.c. Strings point into the caller's memory (format) or into argv
+ * (parse). */
+struct pm_daemon_args {
+	uint32_t job, step;
+	unsigned node_id;      /* this node's index in nodes */
+	const char *nodes;     /* the step's node list, Slurm host list syntax */
+	unsigned ntasks_local; /* ranks on this node */
+	unsigned ntasks;       /* ranks of the step */
+	unsigned port;         /* control tree */
+	unsigned fanout;
+	const char *rundir;
+	const char *events;       /* NULL: no event log */
+	const char *munge_socket; /* NULL: munge's default */
+	const char *opts;         /* pm_opts_format's form; "" for the defaults */
+	int ready_fd;             /* -1: none */
+	pid_t watch_pid;          /* 0: none; else slurmstepd, to end with it */
+	const char *health_report; /* NULL: none */
+	unsigned health_timeout_ms; /* each check script */
+};
+
+#define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
+
+#define PM_DAEMON_USAGE \
+	"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST " \
+	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
+	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
+	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS]\n" \
+	"procmgrd is started by procmgr.so inside a Slurm step.\n"
+
+/* Defaults for what may be left out; the required ones zero or NULL. */
+void pm_daemon_args_init(struct pm_daemon_args *a);
+/* argv[0] = prog, then the flags, then NULL, in argv[0..argv_len); every
+ * string is copied into buf. -1 with err if a value is out of range, a
+ * required one is missing, or argv or buf is too small. */
+int pm_daemon_args_format(const struct pm_daemon_args *a, const char *prog, char **argv,
+			  size_t argv_len, char *buf, size_t buflen, char *err, size_t errlen);
+/* From main's argc and argv (defaults first, as pm_daemon_args_init). -1
+ * with err naming the flag and what it allows. */
+int pm_daemon_args_parse(struct pm_daemon_args *a, int argc, char **argv, char *err,
+			 size_t errlen);
+
+#endif
