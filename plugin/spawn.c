@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/checkspec.h"
 #include "io/rundir.h"
+#include "io/sys.h"
 #include "plugin.h"
 
 int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen)
@@ -204,7 +204,7 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	}
 	close(p[1]);
 	p[1] = -1;
-	n->pidfd = (int)syscall(SYS_pidfd_open, n->pid, 0);
+	n->pidfd = pm_pidfd_open(n->pid);
 
 	/* Ready means listening, with this node's checks done: give them
 	 * their time (each script is bounded by health_timeout). */

@@ -9,6 +9,7 @@
 #include "affinity/bind.h"
 #include "cmd.h"
 #include "common/options.h"
+#include "common/text.h"
 
 #define USAGE \
 	"usage: procmgr bind --explain [--topology FILE] [--tasks N] [--gpus LIST]\n" \
@@ -34,31 +35,21 @@ struct env_list {
 	bool json;
 };
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static int collect_env(void *ctx, const char *name, const char *value)
 {
 	struct env_list *e = ctx;
+	char esc[2048];
 	int n;
 
-	if (e->json)
+	if (e->json) {
+		/* Values come from the topology (device names): escaped all the same. */
+		pm_json_escape(value, esc, sizeof(esc));
 		n = snprintf(e->text + e->off, sizeof(e->text) - e->off, "%s\"%s\":\"%s\"",
-			     e->off ? "," : "", name, value);
-	else
+			     e->off ? "," : "", name, esc);
+	} else {
 		n = snprintf(e->text + e->off, sizeof(e->text) - e->off, "%s%s=%s",
 			     e->off ? " " : "", name, value);
+	}
 	if (n < 0 || (size_t)n >= sizeof(e->text) - e->off)
 		return -1;
 	e->off += (size_t)n;
@@ -169,7 +160,7 @@ static void print_json(const struct pm_bind_plan *bp)
 		printf("], \"nics\": [");
 		for (int i = 0; i < rp->nnics; i++) {
 			printf("%s", i ? ", " : "");
-			json_str(stdout, t->nics[rp->nics[i]].name);
+			pm_json_print(stdout, t->nics[rp->nics[i]].name);
 		}
 		pm_cpuset_format(&rp->cpus, list, sizeof(list));
 		printf("], \"cpus\": \"%s\", \"cores\": %d, \"numa\": %d, ", list, rp->ncores, rp->numa);
@@ -177,7 +168,7 @@ static void print_json(const struct pm_bind_plan *bp)
 		printf("\"mems\": \"%s\", ", list);
 		pm_bind_rank_env(bp, r, NULL, collect_env, NULL, &e, msg, sizeof(msg));
 		printf("\"env\": {%s}, \"why\": ", e.text);
-		json_str(stdout, rp->why);
+		pm_json_print(stdout, rp->why);
 		printf("}");
 	}
 	printf("\n]\n");

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "common/contract.h"
+#include "common/text.h"
 #include "health/health.h"
 
 #define PM_HEALTH_MAX_CHECKS 64
@@ -45,21 +46,6 @@ static int parse_timeout(const char *s, unsigned *ms)
 	return 0;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_json(const struct pm_health_result *r, int n, int bad)
 {
 	char host[256] = "";
@@ -67,13 +53,13 @@ static void print_json(const struct pm_health_result *r, int n, int bad)
 
 	gethostname(host, sizeof(host) - 1);
 	printf("{\"node\":");
-	json_str(host);
+	pm_json_print(stdout, host);
 	printf(",\"ok\":%s,\"checks\":[", bad ? "false" : "true");
 	for (i = 0; i < n; i++) {
 		printf("%s{\"check\":", i ? "," : "");
-		json_str(r[i].check);
+		pm_json_print(stdout, r[i].check);
 		printf(",\"status\":\"%s\",\"reason\":", pm_health_status_name(r[i].status));
-		json_str(r[i].reason);
+		pm_json_print(stdout, r[i].reason);
 		printf(",\"ms\":%u}", r[i].elapsed_ms);
 	}
 	printf("]}\n");

@@ -1,5 +1,7 @@
 #include "health_int.h"
 
+#include "io/sys.h"
+
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -154,16 +156,6 @@ static void check_label(const struct pm_check *c, char *buf, size_t len)
 		buf[len - 2] = '~';
 }
 
-static unsigned ms_since(const struct timespec *t0)
-{
-	struct timespec t1;
-	long long ns;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ns = (t1.tv_sec - t0->tv_sec) * 1000000000LL + (t1.tv_nsec - t0->tv_nsec);
-	return ns <= 0 ? 0 : (unsigned)(ns / 1000000);
-}
-
 int pm_health_run(struct pm_health *h, const struct pm_check *checks, int n,
 		  struct pm_health_result *results)
 {
@@ -172,11 +164,11 @@ int pm_health_run(struct pm_health *h, const struct pm_check *checks, int n,
 	for (i = 0; i < n; i++) {
 		const struct pm_check *c = &checks[i];
 		struct pm_health_result *r = &results[i];
-		struct timespec t0;
+		uint64_t t0;
 
 		memset(r, 0, sizeof(*r));
 		check_label(c, r->check, sizeof(r->check));
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		t0 = pm_now_ms();
 		switch (c->kind) {
 		case PM_CHECK_GPU: pm_health_gpu(h, c, r); break;
 		case PM_CHECK_MEM: pm_health_mem(h, c, r); break;
@@ -186,7 +178,7 @@ int pm_health_run(struct pm_health *h, const struct pm_check *checks, int n,
 		default:
 			pm_hres(r, PM_HEALTH_ERROR, "unknown check kind %d", (int)c->kind);
 		}
-		r->elapsed_ms = ms_since(&t0);
+		r->elapsed_ms = (unsigned)(pm_now_ms() - t0);
 		if (r->status != PM_HEALTH_OK)
 			bad++;
 	}

@@ -5,6 +5,9 @@
  * it started outlives the check. */
 #include "health_int.h"
 
+#include "common/text.h"
+#include "io/sys.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,25 +15,11 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
 
 /* Returns 0 or an errno value. */
 static int spawn(const char *path, int out, pid_t *pid)
@@ -63,14 +52,6 @@ static int spawn(const char *path, int out, pid_t *pid)
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return rc;
-}
-
-static void timeout_text(unsigned ms, char *buf, size_t len)
-{
-	if (ms % 1000 == 0)
-		snprintf(buf, len, "%u s", ms / 1000);
-	else
-		snprintf(buf, len, "%.1f s", ms / 1000.0);
 }
 
 /* Keeps the first line of everything read; drains the rest so that a
@@ -115,7 +96,7 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 {
 	struct first_line fl = { .len = 0, .done = 0 };
 	int pipefd[2], pidfd, pipe_open = 1, exited = 0, timed_out = 0;
-	long long deadline = now_ms() + h->timeout_ms;
+	long long deadline = (long long)pm_now_ms() + h->timeout_ms;
 	char tmo[32];
 	int rc;
 	siginfo_t si;
@@ -133,7 +114,7 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 		return;
 	}
 	close(pipefd[1]);
-	pidfd = pidfd_open_(pid);
+	pidfd = pm_pidfd_open(pid);
 	if (pidfd < 0) {
 		pm_hres(r, PM_HEALTH_ERROR, "pidfd_open: %s", strerror(errno));
 		killpg(pid, SIGKILL);
@@ -148,7 +129,7 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 			{ .fd = pidfd, .events = POLLIN },
 			{ .fd = pipe_open ? pipefd[0] : -1, .events = POLLIN },
 		};
-		long long left = deadline - now_ms();
+		long long left = deadline - (long long)pm_now_ms();
 		int n;
 
 		if (left <= 0) {
@@ -186,8 +167,8 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 	if (timed_out < 0)
 		return;
 	if (timed_out) {
-		timeout_text(h->timeout_ms, tmo, sizeof(tmo));
-		pm_hres(r, PM_HEALTH_FAIL, "timed out after %s%s%s", tmo,
+		pm_fmt_seconds(h->timeout_ms, tmo, sizeof(tmo));
+		pm_hres(r, PM_HEALTH_FAIL, "timed out after %s s%s%s", tmo,
 			fl.len ? "; last said: " : "", fl.buf);
 		return;
 	}

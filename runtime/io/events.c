@@ -1,5 +1,5 @@
 #include "events.h"
-#include "loop.h"
+#include "sys.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,22 +36,4 @@ void pm_event(struct pm_events *e, const char *event, const char *fields)
 		pm_wall_s(), e->step, event, fields && *fields ? "," : "",
 		fields ? fields : "");
 	fflush(e->f);
-}
-
-void pm_json_escape(const char *s, char *buf, size_t len)
-{
-	size_t o = 0;
-
-	for (; *s && o + 7 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			buf[o++] = '\\';
-			buf[o++] = (char)c;
-		} else if (c < 0x20) {
-			o += (size_t)snprintf(buf + o, len - o, "\\u%04x", c);
-		} else {
-			buf[o++] = (char)c;
-		}
-	}
-	buf[o] = '\0';
 }

@@ -16,7 +16,5 @@ void pm_events_close(struct pm_events *e);
 /* fields: already-formatted JSON members ("\"gen\":1,\"rank\":3"), may be
  * empty. Flushed at once: the log is read while the step runs. */
 void pm_event(struct pm_events *e, const char *event, const char *fields);
-/* s as a JSON string body (no quotes) into buf. */
-void pm_json_escape(const char *s, char *buf, size_t len);
 
 #endif

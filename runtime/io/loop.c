@@ -14,13 +14,6 @@ int pm_loop_init(struct pm_loop *l)
 	return l->epfd < 0 ? -1 : 0;
 }
 
-void pm_loop_close(struct pm_loop *l)
-{
-	if (l->epfd >= 0)
-		close(l->epfd);
-	l->epfd = -1;
-}
-
 int pm_loop_add(struct pm_loop *l, struct pm_watch *w, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = w };
@@ -84,18 +77,4 @@ void pm_timer_ack(int fd)
 	uint64_t n;
 	while (read(fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
 		;
-}
-
-uint64_t pm_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-double pm_wall_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }

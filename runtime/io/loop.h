@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sys.h" /* the clocks the loop's users measure with */
+
 struct pm_loop;
 struct pm_watch;
 typedef void (*pm_io_fn)(struct pm_loop *loop, struct pm_watch *w, uint32_t events);
@@ -22,7 +24,6 @@ struct pm_loop {
 };
 
 int pm_loop_init(struct pm_loop *l);
-void pm_loop_close(struct pm_loop *l);
 int pm_loop_add(struct pm_loop *l, struct pm_watch *w, uint32_t events);
 int pm_loop_mod(struct pm_loop *l, struct pm_watch *w, uint32_t events);
 void pm_loop_del(struct pm_loop *l, struct pm_watch *w);
@@ -35,8 +36,5 @@ int pm_timer_new(void);
 int pm_timer_set(int fd, unsigned ms, unsigned interval_ms);
 /* Consume a timerfd's expiry count (after it became readable). */
 void pm_timer_ack(int fd);
-/* Milliseconds on CLOCK_MONOTONIC and CLOCK_REALTIME. */
-uint64_t pm_now_ms(void);
-double pm_wall_s(void);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "io/events.h"
+#include "common/text.h"
 
 static void label(const struct pm_gen *g, char *buf, size_t len)
 {

@@ -13,7 +13,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 
 #include "guard.h"
 #include "io/rundir.h"
+#include "io/sys.h"
 #include "step.h"
 #include "common/tree.h"
 
@@ -252,7 +252,7 @@ static int setup_signals(struct daemon *d)
 	if (pm_loop_add(&d->loop, &d->sig_w, EPOLLIN))
 		return -1;
 	if (d->watch_pid > 0) {
-		fd = (int)syscall(SYS_pidfd_open, d->watch_pid, 0);
+		fd = pm_pidfd_open(d->watch_pid);
 		if (fd < 0)
 			return -1;
 		d->pid_w = (struct pm_watch){ .fd = fd, .fn = on_stepd_exit, .arg = d };

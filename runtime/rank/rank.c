@@ -22,10 +22,11 @@
 #include <unistd.h>
 
 #include "common/contract.h"
-#include "io/conn.h"
-#include "io/loop.h"
 #include "common/options.h"
 #include "common/policy.h"
+#include "common/text.h"
+#include "io/conn.h"
+#include "io/loop.h"
 
 struct rank {
 	struct pm_loop loop;
@@ -168,14 +169,15 @@ static void on_grace(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 static void on_hang(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct rank *r = w->arg;
+	char secs[32];
 	(void)l;
 	(void)ev;
 	pm_timer_ack(w->fd);
 	if (r->child <= 0 || r->stopping || !r->beat)
 		return;
 	r->hung = true;
-	msg(r, "procmgr: rank %d on %s hung: no heartbeat for %u.%03u s", r->grank,
-	    r->node, r->hang_ms / 1000, r->hang_ms % 1000);
+	pm_fmt_seconds(r->hang_ms, secs, sizeof(secs));
+	msg(r, "procmgr: rank %d on %s hung: no heartbeat for %s s", r->grank, r->node, secs);
 	stop_child(r);
 }
 

@@ -1,0 +1,68 @@
+#include "text.h"
+
+#include <string.h>
+
+/* The escape of c, or NULL when c stands for itself. */
+static const char *escape(unsigned char c, char tmp[8])
+{
+	if (c == '"')
+		return "\\\"";
+	if (c == '\\')
+		return "\\\\";
+	if (c < 0x20) {
+		snprintf(tmp, 8, "\\u%04x", c);
+		return tmp;
+	}
+	return NULL;
+}
+
+void pm_json_escape(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	char tmp[8];
+
+	if (!len)
+		return;
+	for (; *s; s++) {
+		const char *e = escape((unsigned char)*s, tmp);
+		size_t n = e ? strlen(e) : 1;
+		if (o + n >= len)
+			break;
+		if (e)
+			memcpy(buf + o, e, n);
+		else
+			buf[o] = *s;
+		o += n;
+	}
+	buf[o] = '\0';
+}
+
+void pm_json_print(FILE *f, const char *s)
+{
+	char tmp[8];
+
+	fputc('"', f);
+	for (; *s; s++) {
+		const char *e = escape((unsigned char)*s, tmp);
+		if (e)
+			fputs(e, f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void pm_fmt_seconds(unsigned ms, char *buf, size_t len)
+{
+	char frac[8];
+	size_t n;
+
+	if (ms % 1000 == 0) {
+		snprintf(buf, len, "%u", ms / 1000);
+		return;
+	}
+	snprintf(frac, sizeof(frac), "%03u", ms % 1000);
+	for (n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
+		frac[n - 1] = '\0';
+	snprintf(buf, len, "%u.%s", ms / 1000, frac);
+}

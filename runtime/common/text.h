@@ -1,0 +1,17 @@
+/* Text helpers every part shares. Pure. */
+#ifndef PM_TEXT_H
+#define PM_TEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* s as the body of a JSON string (no quotes) into buf, cut at a whole
+ * escape if buf is too small. */
+void pm_json_escape(const char *s, char *buf, size_t len);
+/* s as a JSON string, quotes included, onto f. */
+void pm_json_print(FILE *f, const char *s);
+/* A duration as people and Slurm's users write it in seconds: "30",
+ * "1.5", "0.25" (no trailing zeros). */
+void pm_fmt_seconds(unsigned ms, char *buf, size_t len);
+
+#endif
