@@ -74,24 +74,20 @@ static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 
 /* ---- listening sockets ---- */
 
-static void on_unix(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+/* Both listeners: rank supervisors on the unix socket, children on the
+ * tree port. */
+static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct daemon *d = w->arg;
 	int fd;
 	(void)l;
 	(void)ev;
-	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		pm_step_rank_conn(&d->step, fd);
-}
-
-static void on_tcp(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
-{
-	struct daemon *d = w->arg;
-	int fd;
-	(void)l;
-	(void)ev;
-	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		pm_step_tree_conn(&d->step, fd);
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		if (w == &d->unix_w)
+			pm_step_rank_conn(&d->step, fd);
+		else
+			pm_step_tree_conn(&d->step, fd);
+	}
 }
 
 static int listen_unix(struct daemon *d)
@@ -112,7 +108,7 @@ static int listen_unix(struct daemon *d)
 			close(fd);
 		return -1;
 	}
-	d->unix_w = (struct pm_watch){ .fd = fd, .fn = on_unix, .arg = d };
+	d->unix_w = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = d };
 	return pm_loop_add(&d->loop, &d->unix_w, EPOLLIN);
 }
 
@@ -136,7 +132,7 @@ static int listen_tcp(struct daemon *d)
 			close(fd);
 		return -1;
 	}
-	d->tcp_w = (struct pm_watch){ .fd = fd, .fn = on_tcp, .arg = d };
+	d->tcp_w = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = d };
 	return pm_loop_add(&d->loop, &d->tcp_w, EPOLLIN);
 }
 
