@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 const char *pm_check_name(enum pm_check_kind k)
 {
 	switch (k) {
@@ -44,16 +46,9 @@ int pm_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The item is cut after QMAX characters in messages, so that the reason
- * and the grammar after it still fit. */
-#define QMAX 64
-
 static int fail(char *err, size_t errlen, const char *item, const char *why)
 {
-	size_t n = strlen(item);
-
-	snprintf(err, errlen, "health check '%.*s%s': %s; allowed: %s",
-		 (int)(n > QMAX ? QMAX : n), item, n > QMAX ? "..." : "", why,
+	snprintf(err, errlen, "health check '%.*s%s': %s; allowed: %s", PM_Q(item), why,
 		 PM_CHECK_GRAMMAR);
 	return -1;
 }

@@ -36,4 +36,7 @@ int pm_checks_parse(const char *list, struct pm_check *out, int max,
 int pm_parse_size(const char *s, uint64_t *out);
 const char *pm_check_name(enum pm_check_kind k);
 
+/* How long a check script may run, unless the site says otherwise. */
+#define PM_HEALTH_DEFAULT_TIMEOUT_MS 30000u
+
 #endif

@@ -1,4 +1,5 @@
 #include "contract.h"
+#include "checkspec.h"
 #include "options.h"
 
 #include <ctype.h>
@@ -7,6 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "text.h"
 
 /* 0 if the whole text fitted; else buf is "" and -1. */
 static int path(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -232,8 +235,6 @@ static const struct flag flags[] = {
 _Static_assert(sizeof(pid_t) == sizeof(int), "pid_t is stored as an int");
 _Static_assert(2 * NFLAGS + 2 <= PM_DAEMON_ARGV_MAX, "PM_DAEMON_ARGV_MAX too small");
 
-#define QMAX 64
-#define Q(s) (int)(strlen(s) > QMAX ? QMAX : strlen(s)), (s), (strlen(s) > QMAX ? "..." : "")
 
 void pm_daemon_args_init(struct pm_daemon_args *a)
 {
@@ -241,7 +242,7 @@ void pm_daemon_args_init(struct pm_daemon_args *a)
 	a->fanout = PM_DEFAULT_FANOUT;
 	a->opts = "";
 	a->ready_fd = -1;
-	a->health_timeout_ms = 30000;
+	a->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
 }
 
 static void *field(const struct pm_daemon_args *a, const struct flag *f)
@@ -255,7 +256,7 @@ static int bad_value(const struct flag *f, const char *v, char *err, size_t errl
 		snprintf(err, errlen, "value of --%s is too long (at most %u characters)",
 			 f->name, f->hi);
 	else
-		snprintf(err, errlen, "bad value '%.*s%s' for --%s: allowed %u..%u", Q(v),
+		snprintf(err, errlen, "bad value '%.*s%s' for --%s: allowed %u..%u", PM_Q(v),
 			 f->name, f->lo, f->hi);
 	return -1;
 }
@@ -296,7 +297,7 @@ int pm_daemon_args_parse(struct pm_daemon_args *a, int argc, char **argv, char *
 		char *arg = argv[k], *v;
 		size_t n;
 		if (strncmp(arg, "--", 2)) {
-			snprintf(err, errlen, "unexpected argument '%.*s%s'", Q(arg));
+			snprintf(err, errlen, "unexpected argument '%.*s%s'", PM_Q(arg));
 			return -1;
 		}
 		n = strcspn(arg + 2, "=");
@@ -304,7 +305,7 @@ int pm_daemon_args_parse(struct pm_daemon_args *a, int argc, char **argv, char *
 			if (strlen(flags[i].name) == n && !strncmp(arg + 2, flags[i].name, n))
 				break;
 		if (i == NFLAGS) {
-			snprintf(err, errlen, "unknown argument '%.*s%s'", Q(arg));
+			snprintf(err, errlen, "unknown argument '%.*s%s'", PM_Q(arg));
 			return -1;
 		}
 		if (arg[2 + n] == '=') {

@@ -7,13 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 #define MAX_SECONDS 604800u /* a week: anything longer is a typo */
 
-/* A value quoted in a message is cut after QMAX characters, so that what
- * follows it (the option or key, what is allowed) still fits. Use as
- * "'%.*s%s'" with Q(s). */
-#define QMAX 64
-#define Q(s) (int)(strlen(s) > QMAX ? QMAX : strlen(s)), (s), (strlen(s) > QMAX ? "..." : "")
 
 const struct pm_optdesc pm_optdescs[] = {
 	{ "", NULL, "Supervise this step with procmgr (site defaults)" },
@@ -201,7 +198,7 @@ static int bad(char *err, size_t errlen, const char *name, const char *value,
 	if (!value)
 		value = "";
 	snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr%s%s: expected %s",
-		 Q(value), *name ? "-" : "", name, allowed);
+		 PM_Q(value), *name ? "-" : "", name, allowed);
 	return -1;
 }
 
@@ -249,7 +246,7 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 					 "the list is too long (at most %zu characters)",
 					 sizeof(o->health) - 1);
 			snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr-health: %s",
-				 Q(value ? value : ""), why);
+				 PM_Q(value ? value : ""), why);
 			return -1;
 		}
 		strcpy(o->health, value);
@@ -267,7 +264,7 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "0 (off) or seconds from 0.1 to 604800");
 		o->set |= PM_SET_HANG;
 	} else {
-		snprintf(err, errlen, "unknown option '%.*s%s'", Q(name));
+		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
 	}
 	return 0;
@@ -295,7 +292,7 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
 			if (eq == NULL && !bare)
-				snprintf(why, sizeof(why), "'%.*s%s' needs a value", Q(tok));
+				snprintf(why, sizeof(why), "'%.*s%s' needs a value", PM_Q(tok));
 			else if (eq != NULL && bare)
 				snprintf(why, sizeof(why), "'%s' takes no value",
 					 *tok ? tok : "procmgr");
@@ -316,14 +313,6 @@ static int put(char *buf, size_t len, size_t *off, const char *fmt, const char *
 	return 0;
 }
 
-static void fmt_seconds(unsigned ms, char *buf, size_t len)
-{
-	if (ms % 1000)
-		snprintf(buf, len, "%u.%03u", ms / 1000, ms % 1000);
-	else
-		snprintf(buf, len, "%u", ms / 1000);
-}
-
 int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -342,12 +331,12 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 			return -1;
 	}
 	if (o->set & PM_SET_DELAY) {
-		fmt_seconds(o->restart_delay_ms, v, sizeof(v));
+		pm_fmt_seconds(o->restart_delay_ms, v, sizeof(v));
 		if (put(buf, len, &off, "%srestart-delay=%s%s", v, ""))
 			return -1;
 	}
 	if (o->set & PM_SET_GRACE) {
-		fmt_seconds(o->grace_ms, v, sizeof(v));
+		pm_fmt_seconds(o->grace_ms, v, sizeof(v));
 		if (put(buf, len, &off, "%sgrace=%s%s", v, ""))
 			return -1;
 	}
@@ -360,12 +349,12 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 	    put(buf, len, &off, "%shealth=%s%s", o->health, ""))
 		return -1;
 	if (o->set & PM_SET_HEALTH_INTERVAL) {
-		fmt_seconds(o->health_interval_ms, v, sizeof(v));
+		pm_fmt_seconds(o->health_interval_ms, v, sizeof(v));
 		if (put(buf, len, &off, "%shealth-interval=%s%s", v, ""))
 			return -1;
 	}
 	if (o->set & PM_SET_HANG) {
-		fmt_seconds(o->hang_timeout_ms, v, sizeof(v));
+		pm_fmt_seconds(o->hang_timeout_ms, v, sizeof(v));
 		if (put(buf, len, &off, "%shang-timeout=%s%s", v, ""))
 			return -1;
 	}
@@ -398,133 +387,6 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 	if (l->set & PM_SET_VERBOSE)
 		dst->verbose = l->verbose;
 	dst->set |= l->set;
-}
-
-void pm_site_init(struct pm_site *s)
-{
-	memset(s, 0, sizeof(*s));
-	snprintf(s->runtime, sizeof(s->runtime), "%s/procmgrd", PM_LIBEXECDIR);
-	pm_opts_init(&s->defaults);
-	s->defaults.restart = PM_RESTART_NEVER;
-	s->defaults.restart_max = 0;
-	s->max_restarts = PM_DEFAULT_MAX_RESTARTS;
-	s->fanout = PM_DEFAULT_FANOUT;
-	s->health_timeout_ms = 30000;
-	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
-}
-
-static int site_bad(char *err, size_t errlen, const char *file, const char *key,
-		    const char *value, const char *allowed)
-{
-	snprintf(err, errlen, "%s: bad value '%.*s%s' for key '%s': expected %s", file,
-		 Q(value), key, allowed);
-	return -1;
-}
-
-int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
-		  char *err, size_t errlen)
-{
-	int i;
-
-	for (i = 0; i < argc; i++) {
-		char key[64];
-		const char *eq = strchr(argv[i], '=');
-		const char *v;
-		size_t klen;
-		char why[PM_ERRLEN];
-
-		if (!eq || eq == argv[i]) {
-			snprintf(err, errlen,
-				 "%s: argument '%.*s%s' is not key=value (keys: runtime, "
-				 "default_restart, max_restarts, default_bind, default_grace, "
-				 "health, health_timeout, drain, ports, fanout, state_dir, topology)", file,
-				 Q(argv[i]));
-			return -1;
-		}
-		klen = (size_t)(eq - argv[i]);
-		if (klen >= sizeof(key))
-			klen = sizeof(key) - 1;
-		memcpy(key, argv[i], klen);
-		key[klen] = '\0';
-		v = eq + 1;
-
-		if (!strcmp(key, "runtime") || !strcmp(key, "state_dir") ||
-		    !strcmp(key, "topology")) {
-			char *dst = !strcmp(key, "runtime") ? s->runtime :
-				    !strcmp(key, "state_dir") ? s->state_dir : s->topology;
-			if (v[0] != '/' || strlen(v) >= PATH_MAX)
-				return site_bad(err, errlen, file, key, v, "an absolute path");
-			strcpy(dst, v);
-		} else if (!strcmp(key, "default_restart")) {
-			if (pm_opt_parse(&s->defaults, "restart", v, why, sizeof(why)))
-				return site_bad(err, errlen, file, key, v,
-						"never, on-failure[:N] or always[:N]");
-		} else if (!strcmp(key, "max_restarts")) {
-			unsigned n;
-			if (pm_parse_uint(v, 0, 1000000, &n))
-				return site_bad(err, errlen, file, key, v,
-						"a whole number from 0 to 1000000");
-			s->max_restarts = (int)n;
-		} else if (!strcmp(key, "default_bind")) {
-			if (pm_opt_parse(&s->defaults, "bind", v, why, sizeof(why)))
-				return site_bad(err, errlen, file, key, v,
-						"none, closest or a list of gpu,nic,cpu,mem,mem-strict");
-		} else if (!strcmp(key, "default_grace")) {
-			if (pm_opt_parse(&s->defaults, "grace", v, why, sizeof(why)))
-				return site_bad(err, errlen, file, key, v, "seconds from 0 to 3600");
-		} else if (!strcmp(key, "health")) {
-			if (strlen(v) >= sizeof(s->health) ||
-			    pm_checks_parse(v, NULL, 0, why, sizeof(why)) < 0)
-				return site_bad(err, errlen, file, key, v, PM_CHECK_GRAMMAR);
-			strcpy(s->health, v);
-		} else if (!strcmp(key, "health_timeout")) {
-			if (pm_parse_seconds(v, &s->health_timeout_ms) ||
-			    s->health_timeout_ms < 100 || s->health_timeout_ms > 3600000)
-				return site_bad(err, errlen, file, key, v,
-						"seconds from 0.1 to 3600");
-		} else if (!strcmp(key, "drain")) {
-			if (strcmp(v, "yes") && strcmp(v, "no"))
-				return site_bad(err, errlen, file, key, v, "yes or no");
-			s->drain = !strcmp(v, "yes");
-		} else if (!strcmp(key, "ports")) {
-			unsigned lo, hi;
-			char lo_s[16], hi_s[16];
-			const char *dash = strchr(v, '-');
-			if (!dash || (size_t)(dash - v) >= sizeof(lo_s) ||
-			    strlen(dash + 1) >= sizeof(hi_s))
-				return site_bad(err, errlen, file, key, v,
-						"LO-HI, two ports from 1024 to 65535, LO < HI");
-			memcpy(lo_s, v, (size_t)(dash - v));
-			lo_s[dash - v] = '\0';
-			strcpy(hi_s, dash + 1);
-			if (pm_parse_uint(lo_s, 1024, 65535, &lo) ||
-			    pm_parse_uint(hi_s, 1024, 65535, &hi) || lo >= hi)
-				return site_bad(err, errlen, file, key, v,
-						"LO-HI, two ports from 1024 to 65535, LO < HI");
-			s->port_lo = lo;
-			s->port_hi = hi;
-		} else if (!strcmp(key, "fanout")) {
-			if (pm_parse_uint(v, 2, 1024, &s->fanout))
-				return site_bad(err, errlen, file, key, v,
-						"a whole number from 2 to 1024");
-		} else {
-			snprintf(err, errlen,
-				 "%s: unknown key '%s' (value '%.*s%s'); keys: runtime, "
-				 "default_restart, max_restarts, default_bind, default_grace, "
-				 "health, health_timeout, drain, ports, fanout, state_dir, topology",
-				 file, key, Q(v));
-			return -1;
-		}
-	}
-	if (s->defaults.restart != PM_RESTART_NEVER &&
-	    s->defaults.restart_max > s->max_restarts) {
-		snprintf(err, errlen,
-			 "%s: default_restart=%s:%d exceeds max_restarts=%d", file,
-			 pm_restart_name(s->defaults.restart), s->defaults.restart_max,
-			 s->max_restarts);
-		return -1;
-	}
-	return 0;
 }
 
 /* Whether the comma-separated list has item. */

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 /* s as the body of a JSON string (no quotes) into buf, cut at a whole
  * escape if buf is too small. */
@@ -13,5 +14,12 @@ void pm_json_print(FILE *f, const char *s);
 /* A duration as people and Slurm's users write it in seconds: "30",
  * "1.5", "0.25" (no trailing zeros). */
 void pm_fmt_seconds(unsigned ms, char *buf, size_t len);
+
+/* A value quoted in a message is cut after PM_QMAX characters, so that what
+ * follows it (the option or key, what is allowed) still fits. Use as
+ * "'%.*s%s'" with PM_Q(s). */
+#define PM_QMAX 64
+#define PM_Q(s) (int)(strlen(s) > PM_QMAX ? PM_QMAX : strlen(s)), (s), \
+	(strlen(s) > PM_QMAX ? "..." : "")
 
 #endif

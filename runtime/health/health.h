@@ -26,7 +26,6 @@
 #include "common/checkspec.h"
 
 #define PM_HEALTH_DEFAULT_MIN (1ull << 30)       /* mem, disk: 1 GiB */
-#define PM_HEALTH_DEFAULT_TIMEOUT_MS 30000u      /* scripts */
 #define PM_HEALTH_DEFAULT_NVML "libnvidia-ml.so.1"
 
 enum pm_health_status { PM_HEALTH_OK, PM_HEALTH_FAIL, PM_HEALTH_ERROR };

@@ -637,18 +637,18 @@ static void test_format(void **state)
 	opt_ok(&o, "restart-delay", "0.001");
 	opt_ok(&o, "restart", "on-failure:2");
 	fmt_is(&o, "procmgr restart=on-failure:2 restart-delay=0.001 grace=10 bind=gpu,nic "
-		   "health=gpu,mem:1G health-interval=30 hang-timeout=0.250 verbose");
+		   "health=gpu,mem:1G health-interval=30 hang-timeout=0.25 verbose");
 
 	/* A count only where one was given. */
 	opt_ok(&o, "restart", "always");
 	opt_ok(&o, "bind", "none");
 	opt_ok(&o, "grace", "1.5");
-	fmt_is(&o, "procmgr restart=always restart-delay=0.001 grace=1.500 bind=none "
-		   "health=gpu,mem:1G health-interval=30 hang-timeout=0.250 verbose");
+	fmt_is(&o, "procmgr restart=always restart-delay=0.001 grace=1.5 bind=none "
+		   "health=gpu,mem:1G health-interval=30 hang-timeout=0.25 verbose");
 	opt_ok(&o, "restart", "never");
 	opt_ok(&o, "bind", "closest,mem-strict");
 	opt_ok(&o, "hang-timeout", "0");
-	fmt_is(&o, "procmgr restart=never restart-delay=0.001 grace=1.500 "
+	fmt_is(&o, "procmgr restart=never restart-delay=0.001 grace=1.5 "
 		   "bind=gpu,nic,cpu,mem-strict health=gpu,mem:1G health-interval=30 "
 		   "hang-timeout=0 verbose");
 
@@ -709,9 +709,9 @@ static void test_round_trip(void **state)
 		"procmgr bind=gpu,cpu,mem-strict",
 		"procmgr health=gpu:4,mem:10G,disk:/scratch:1T,nic:ib0+ib1,script:/x/y=z",
 		"procmgr health-interval=604800",
-		"procmgr hang-timeout=0.100",
+		"procmgr hang-timeout=0.1",
 		"procmgr verbose",
-		"procmgr restart=always:3 restart-delay=2.500 grace=30 bind=gpu,nic "
+		"procmgr restart=always:3 restart-delay=2.5 grace=30 bind=gpu,nic "
 		"health=gpu health-interval=1 hang-timeout=604800 verbose",
 	};
 	size_t i;

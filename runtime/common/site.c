@@ -1,0 +1,192 @@
+/* The site's configuration: key=value arguments on procmgr's line in
+ * plugstack.conf. One table drives parsing, the list of keys in messages
+ * and what each key allows; an unknown key is an error. Pure. */
+#include "options.h"
+#include "checkspec.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "text.h"
+
+/* Each parser takes the value and returns -1 if it is not allowed. */
+struct site_key {
+	const char *name;
+	int (*parse)(struct pm_site *s, const struct site_key *k, const char *v);
+	const char *allowed;
+	size_t path_off; /* for paths: where in struct pm_site */
+};
+
+static int parse_path(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	if (v[0] != '/' || strlen(v) >= PATH_MAX)
+		return -1;
+	strcpy((char *)s + k->path_off, v);
+	return 0;
+}
+
+/* Site defaults are parsed as the user's options are: same grammar. */
+static int parse_default(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	char why[PM_ERRLEN];
+
+	return pm_opt_parse(&s->defaults, k->name + strlen("default_"), v, why, sizeof(why));
+}
+
+static int parse_max_restarts(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	unsigned n;
+	(void)k;
+
+	if (pm_parse_uint(v, 0, 1000000, &n))
+		return -1;
+	s->max_restarts = (int)n;
+	return 0;
+}
+
+static int parse_health(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	char why[PM_ERRLEN];
+	(void)k;
+
+	if (strlen(v) >= sizeof(s->health) || pm_checks_parse(v, NULL, 0, why, sizeof(why)) < 0)
+		return -1;
+	strcpy(s->health, v);
+	return 0;
+}
+
+static int parse_health_timeout(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	unsigned ms;
+	(void)k;
+
+	if (pm_parse_seconds(v, &ms) || ms < 100 || ms > 3600000)
+		return -1;
+	s->health_timeout_ms = ms;
+	return 0;
+}
+
+static int parse_drain(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	(void)k;
+	if (strcmp(v, "yes") && strcmp(v, "no"))
+		return -1;
+	s->drain = !strcmp(v, "yes");
+	return 0;
+}
+
+static int parse_ports(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	unsigned lo, hi;
+	char lo_s[16], hi_s[16];
+	const char *dash = strchr(v, '-');
+	(void)k;
+
+	if (!dash || (size_t)(dash - v) >= sizeof(lo_s) || strlen(dash + 1) >= sizeof(hi_s))
+		return -1;
+	memcpy(lo_s, v, (size_t)(dash - v));
+	lo_s[dash - v] = '\0';
+	strcpy(hi_s, dash + 1);
+	if (pm_parse_uint(lo_s, 1024, 65535, &lo) || pm_parse_uint(hi_s, 1024, 65535, &hi) ||
+	    lo >= hi)
+		return -1;
+	s->port_lo = lo;
+	s->port_hi = hi;
+	return 0;
+}
+
+static int parse_fanout(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	(void)k;
+	return pm_parse_uint(v, 2, 1024, &s->fanout);
+}
+
+#define PATH_KEY(key, field) \
+	{ key, parse_path, "an absolute path", offsetof(struct pm_site, field) }
+
+/* In the order messages list them. */
+static const struct site_key keys[] = {
+	PATH_KEY("runtime", runtime),
+	{ "default_restart", parse_default, "never, on-failure[:N] or always[:N]", 0 },
+	{ "max_restarts", parse_max_restarts, "a whole number from 0 to 1000000", 0 },
+	{ "default_bind", parse_default,
+	  "none, closest or a list of gpu,nic,cpu,mem,mem-strict", 0 },
+	{ "default_grace", parse_default, "seconds from 0 to 3600", 0 },
+	{ "health", parse_health, PM_CHECK_GRAMMAR, 0 },
+	{ "health_timeout", parse_health_timeout, "seconds from 0.1 to 3600", 0 },
+	{ "drain", parse_drain, "yes or no", 0 },
+	{ "ports", parse_ports, "LO-HI, two ports from 1024 to 65535, LO < HI", 0 },
+	{ "fanout", parse_fanout, "a whole number from 2 to 1024", 0 },
+	PATH_KEY("state_dir", state_dir),
+	PATH_KEY("topology", topology),
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const char *key_list(char *list, size_t len)
+{
+	size_t i, off = 0;
+
+	list[0] = '\0';
+	for (i = 0; i < NKEYS && off < len; i++)
+		off += (size_t)snprintf(list + off, len - off, "%s%s", i ? ", " : "", keys[i].name);
+	return list;
+}
+
+void pm_site_init(struct pm_site *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->runtime, sizeof(s->runtime), "%s/procmgrd", PM_LIBEXECDIR);
+	pm_opts_init(&s->defaults);
+	s->defaults.restart = PM_RESTART_NEVER;
+	s->defaults.restart_max = 0;
+	s->max_restarts = PM_DEFAULT_MAX_RESTARTS;
+	s->fanout = PM_DEFAULT_FANOUT;
+	s->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
+	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
+}
+
+int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
+		  char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		const struct site_key *k = NULL;
+		size_t j, klen;
+		char key[64], names[256];
+
+		if (!eq || eq == argv[i]) {
+			snprintf(err, errlen, "%s: argument '%.*s%s' is not key=value (keys: %s)",
+				 file, PM_Q(argv[i]), key_list(names, sizeof(names)));
+			return -1;
+		}
+		klen = (size_t)(eq - argv[i]);
+		if (klen >= sizeof(key))
+			klen = sizeof(key) - 1;
+		memcpy(key, argv[i], klen);
+		key[klen] = '\0';
+		for (j = 0; j < NKEYS && !k; j++)
+			if (!strcmp(key, keys[j].name))
+				k = &keys[j];
+		if (!k) {
+			snprintf(err, errlen, "%s: unknown key '%s' (value '%.*s%s'); keys: %s", file,
+				 key, PM_Q(eq + 1), key_list(names, sizeof(names)));
+			return -1;
+		}
+		if (k->parse(s, k, eq + 1)) {
+			snprintf(err, errlen, "%s: bad value '%.*s%s' for key '%s': expected %s", file,
+				 PM_Q(eq + 1), key, k->allowed);
+			return -1;
+		}
+	}
+	if (s->defaults.restart != PM_RESTART_NEVER &&
+	    s->defaults.restart_max > s->max_restarts) {
+		snprintf(err, errlen, "%s: default_restart=%s:%d exceeds max_restarts=%d", file,
+			 pm_restart_name(s->defaults.restart), s->defaults.restart_max,
+			 s->max_restarts);
+		return -1;
+	}
+	return 0;
+}
