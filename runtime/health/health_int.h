@@ -1,5 +1,7 @@
-/* Internals shared by health.c and the per-kind files (health_sys.c,
- * health_gpu.c, health_script.c). Not for users of health.h. */
+/* Internals of the health module: the context (struct pm_health), the
+ * helpers in health_util.c and the per-kind checks (health_sys.c,
+ * health_gpu.c, health_script.c) that the dispatcher (health.c) calls.
+ * Includes only the public header. Not for users of health.h. */
 #ifndef PM_HEALTH_INT_H
 #define PM_HEALTH_INT_H
 
@@ -18,7 +20,7 @@ struct pm_health {
 	struct pm_nvml *nvml;   /* NULL until the first gpu check */
 };
 
-/* Sets status and a one-line reason (control characters become spaces). */
+/* health_util.c. Sets status and a one-line reason (control characters become spaces). */
 __attribute__((format(printf, 3, 4)))
 void pm_hres(struct pm_health_result *r, enum pm_health_status st,
 	     const char *fmt, ...);
