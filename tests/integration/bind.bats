@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 4: each rank bound as `procmgr bind --explain` says.
+# Each rank bound as `procmgr bind --explain` says.
 load helpers
 
 teardown() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 5: node health checks before launch, before a restart, while
+# Node health checks before launch, before a restart, while
 # running; drain by site policy.
 load helpers
 

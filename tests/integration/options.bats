@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 2: options are checked in srun/sbatch/salloc, before anything starts.
+# Options are checked in srun/sbatch/salloc, before anything starts.
 load helpers
 
 next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }

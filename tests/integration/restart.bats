@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 3: supervised ranks and coordinated restart, on 4 nodes x 2 ranks.
+# Supervised ranks and coordinated restart, on 4 nodes x 2 ranks.
 load helpers
 
 step() { # srun options... -- run the worker on 4 nodes, 8 ranks

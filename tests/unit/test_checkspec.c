@@ -1,4 +1,4 @@
-/* Unit tests of runtime/checkspec.c: the grammar of health check lists
+/* Unit tests of runtime/common/checkspec.c: the grammar of health check lists
  * (--procmgr-health=LIST and the site's health=), as PM_CHECK_GRAMMAR
  * states it. */
 #include <stdarg.h>

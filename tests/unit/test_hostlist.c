@@ -1,4 +1,4 @@
-/* Unit tests of runtime/hostlist.c: the first host of a Slurm host list
+/* Unit tests of runtime/common/hostlist.c: the first host of a Slurm host list
  * (SLURM_JOB_NODELIST, SLURM_STEP_NODELIST) and the reserved port list
  * (SLURM_STEP_RESV_PORTS).
  *

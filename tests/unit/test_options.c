@@ -1,8 +1,8 @@
-/* Unit tests of runtime/options.c: the user options, their layers and
- * precedence, and the site's plugstack.conf arguments.
+/* Unit tests of runtime/common/options.c and site.c: the user options,
+ * their layers and precedence, and the site's plugstack.conf arguments.
  *
  * Expected values are worked out from the option grammar in options.h and
- * issue 2 (seconds with up to 3 decimals, the ranges the error messages
+ * the user guide (seconds with up to 3 decimals, the ranges the error messages
  * promise, site default < job script < srun flag < site cap), not copied
  * from a run of the code. */
 #include <stdarg.h>
@@ -108,7 +108,7 @@ static void test_init(void **state)
 	assert_false(o.verbose);
 }
 
-/* The table srun --help is built from: the 9 options of issue 2, the bare
+/* The table srun --help is built from: the 9 documented options, the bare
  * --procmgr and --procmgr-verbose without an argument, the others with. */
 static void test_optdescs(void **state)
 {

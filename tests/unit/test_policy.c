@@ -1,4 +1,4 @@
-/* Unit tests of runtime/policy.c: the restart decision at the end of a
+/* Unit tests of runtime/common/policy.c: the restart decision at the end of a
  * generation, the exponential backoff, and how a rank's wait status is
  * turned into the step's exit code and into words.
  *

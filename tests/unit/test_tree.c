@@ -1,4 +1,4 @@
-/* Unit tests of runtime/tree.c: the k-ary control tree arithmetic.
+/* Unit tests of runtime/common/tree.c: the k-ary control tree arithmetic.
  *
  * Expected values come from a brute-force tree built here the slow way
  * (nodes handed out to parents in breadth-first order, k at a time;

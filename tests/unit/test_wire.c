@@ -1,4 +1,4 @@
-/* Unit tests of runtime/wire.c: the frame codec of the control tree and of
+/* Unit tests of runtime/common/wire.c: the frame codec of the control tree and of
  * procmgrd's unix socket.
  *
  * Expected bytes are worked out from the layout wire.h states (magic u16,
