@@ -55,27 +55,30 @@ static void split_cpus(const struct pm_topo *t, const struct pm_cpuset *set,
 	}
 }
 
+/* Explanations grow by appending; what does not fit is dropped. */
+static void vappend(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	size_t off = strlen(buf);
+
+	if (off + 1 < len)
+		vsnprintf(buf + off, len - off, fmt, ap);
+}
+
 void pm_whyf(struct pm_rank_plan *r, const char *fmt, ...)
 {
-	size_t off = strlen(r->why);
 	va_list ap;
 
-	if (off + 1 >= sizeof(r->why))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(r->why + off, sizeof(r->why) - off, fmt, ap);
+	vappend(r->why, sizeof(r->why), fmt, ap);
 	va_end(ap);
 }
 
 void pm_notef(struct pm_plan *p, const char *fmt, ...)
 {
-	size_t off = strlen(p->notes);
 	va_list ap;
 
-	if (off + 1 >= sizeof(p->notes))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(p->notes + off, sizeof(p->notes) - off, fmt, ap);
+	vappend(p->notes, sizeof(p->notes), fmt, ap);
 	va_end(ap);
 }
 
