@@ -211,9 +211,12 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 
 	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (!pm_gen_over(&d->step.gen) && d->step.gen.phase != PM_PHASE_FINISHED)
+		if (!pm_gen_terminal(&d->step.gen)) {
 			pm_log(&d->step, "stopped by signal %u", si.ssi_signo);
-		pm_loop_stop(l);
+			pm_loop_stop(l);
+		} else {
+			pm_step_terminate(&d->step);
+		}
 	}
 }
 

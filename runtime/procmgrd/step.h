@@ -38,8 +38,18 @@ struct pm_step {
 	int upq_len, upq_cap;
 	int child_first, nchildren;
 	struct pm_conn **children; /* by child index, NULL until authenticated */
+	bool *seen;                /* by child index: joined once, so told the end */
+	int nseen;
 	struct pm_watch delay_w;
+	/* After the end, until every child was told it (or PM_LINGER_MS). */
+	struct pm_watch linger_w;
+	bool lingering;
 };
+
+/* How long an ended procmgrd waits for children that have not joined yet,
+ * to tell them the end: without it a late node would retry its parent's
+ * port until its connect deadline. Less than the plugin's 5 s kill. */
+#define PM_LINGER_MS 3000
 
 int pm_step_init(struct pm_step *s);
 void pm_step_free(struct pm_step *s);
@@ -52,8 +62,14 @@ void pm_step_tree_conn(struct pm_step *s, int fd);
 int pm_step_parent_up(struct pm_step *s, int fd);
 /* The parent is unreachable, or slurmstepd went away: end the step here. */
 void pm_step_abort_local(struct pm_step *s, const char *why);
-/* Whether everything procmgrd serves has ended; if so the loop is stopped. */
+/* Whether everything procmgrd serves has ended, every child told; if so
+ * the loop is stopped. Ended but with children still to come, it lingers
+ * (at most PM_LINGER_MS) and says false. */
 bool pm_step_over(struct pm_step *s);
+/* SIGTERM from the plugin: stop now, or linger for late children. */
+void pm_step_terminate(struct pm_step *s);
+/* tree_link.c: a child joined. */
+void pm_step_child_seen(struct pm_step *s, int idx);
 /* Log line of procmgrd (its own log file), prefixed with the node. */
 void pm_log(struct pm_step *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -150,13 +150,53 @@ void pm_step_abort_local(struct pm_step *s, const char *why)
 	pm_gen_abort_local(&s->gen, why);
 }
 
+static void linger_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_log(s, "%d child node%s never joined; leaving", s->nchildren - s->nseen,
+	       s->nchildren - s->nseen == 1 ? "" : "s");
+	pm_loop_stop(l);
+}
+
+static void linger(struct pm_step *s)
+{
+	if (s->lingering)
+		return;
+	s->lingering = true;
+	if (pm_timer_set(s->linger_w.fd, PM_LINGER_MS, 0))
+		pm_loop_stop(s->loop);
+}
+
+void pm_step_child_seen(struct pm_step *s, int idx)
+{
+	if (s->seen[idx])
+		return;
+	s->seen[idx] = true;
+	if (++s->nseen == s->nchildren && s->lingering)
+		pm_loop_stop(s->loop);
+}
+
 bool pm_step_over(struct pm_step *s)
 {
-	bool over = pm_gen_over(&s->gen);
+	if (!pm_gen_over(&s->gen))
+		return false;
+	if (s->nseen < s->nchildren) {
+		linger(s);
+		return false;
+	}
+	pm_loop_stop(s->loop);
+	return true;
+}
 
-	if (over)
+void pm_step_terminate(struct pm_step *s)
+{
+	if (pm_gen_terminal(&s->gen) && s->nseen < s->nchildren)
+		linger(s);
+	else
 		pm_loop_stop(s->loop);
-	return over;
 }
 
 int pm_step_init(struct pm_step *s)
@@ -168,7 +208,7 @@ int pm_step_init(struct pm_step *s)
 		.ops = &pm_step_ops, .ctx = s,
 	};
 
-	s->delay_w.fd = -1;
+	s->delay_w.fd = s->linger_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);
 	if (pm_gen_init(&s->gen, &cf))
 		return -1;
@@ -176,7 +216,8 @@ int pm_step_init(struct pm_step *s)
 	s->nchildren = s->gen.nchildren;
 	s->ranks = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*s->ranks));
 	s->children = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->children));
-	if (!s->ranks || !s->children)
+	s->seen = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->seen));
+	if (!s->ranks || !s->children || !s->seen)
 		return -1;
 	if (s->guard) {
 		s->guard->on_fail = health_failed;
@@ -185,6 +226,9 @@ int pm_step_init(struct pm_step *s)
 	}
 	s->delay_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = delay_expired, .arg = s };
 	if (s->delay_w.fd < 0 || pm_loop_add(s->loop, &s->delay_w, EPOLLIN))
+		return -1;
+	s->linger_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = linger_expired, .arg = s };
+	if (s->linger_w.fd < 0 || pm_loop_add(s->loop, &s->linger_w, EPOLLIN))
 		return -1;
 	return 0;
 }
@@ -203,9 +247,12 @@ void pm_step_free(struct pm_step *s)
 		pm_conn_free(s->parent);
 	if (s->delay_w.fd >= 0)
 		close(s->delay_w.fd);
+	if (s->linger_w.fd >= 0)
+		close(s->linger_w.fd);
 	pm_events_close(&s->events);
 	pm_gen_free(&s->gen);
 	free(s->ranks);
 	free(s->children);
+	free(s->seen);
 	free(s->upq);
 }

@@ -79,6 +79,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	pm_msg_init(&r, PM_MSG_WELCOME);
 	pm_step_send(s, c, &r);
 	pm_gen_child_joined(&s->gen, m->node);
+	pm_step_child_seen(s, m->node - s->child_first);
 }
 
 void pm_step_tree_conn(struct pm_step *s, int fd)

@@ -51,6 +51,28 @@ check_script() {
 
 step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 
+@test "a node that joins after the step ended before launch is told at once" {
+	# pmnode2 fails its check at once and the root ends the step; pmnode4's
+	# check takes 2 s, so its procmgrd reaches the root only after that.
+	cat >"$W/check.sh" <<-EOS
+	#!/bin/bash
+	case "\$SLURMD_NODENAME" in
+	pmnode2) echo "fan 3 failed on pmnode2"; exit 1 ;;
+	pmnode4) sleep 2 ;;
+	esac
+	exit 0
+	EOS
+	chmod 0755 "$W/check.sh"
+	# Bounded below procmgrd's 30 s connect deadline: waiting for it fails.
+	run timeout 20 srun -N4 -n8 --procmgr-health=script:$W/check.sh "$WORKER"
+	echo "$output"
+	[ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"node pmnode2 failed a health check before launch"* ]]
+	[[ "$output" != *"cannot reach node"* ]]
+	[ "$(count start)" -eq 0 ]
+}
+
 @test "passing checks let the step run; the ranks start after every node passed" {
 	check_script
 	run step_healthy --procmgr-health=script:$W/check.sh,mem:1M,disk:/tmp:1K
