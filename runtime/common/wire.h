@@ -40,6 +40,7 @@ enum {
 	PM_FLAG_HUNG = 1u << 0, /* no heartbeat for the hang timeout */
 	PM_FLAG_LOST = 1u << 1, /* the rank's supervisor went away */
 	PM_FLAG_HEALTH = 1u << 2, /* a node failed a health check; text: why */
+	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
 };
 
 struct pm_msg {

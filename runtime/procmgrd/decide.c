@@ -111,13 +111,22 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		snprintf(how, sizeof(how), "lost its supervisor (the task was killed)");
 	else
 		pm_status_describe(m->status, hung, how, sizeof(how));
-	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s",
+	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s",
 	      m->gen, m->rank, node, how, hung ? ",\"hung\":true" : "",
+	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
 	      late ? ",\"ignored\":true" : "");
 	if (late)
 		return; /* this generation is already being stopped */
 
 	label(g, lbl, sizeof(lbl));
+	if (m->count & PM_FLAG_EXEC) {
+		/* Not found, not executable: every restart would end the same. */
+		snprintf(text, sizeof(text), "procmgr: rank %d on %s cannot run its command (%s) "
+			 "in generation %u; not restarting: it would fail the same way (%s)",
+			 m->rank, node, how, m->gen, lbl);
+		give_up(g, pm_status_exit_code(m->status), m->rank, m->node, text);
+		return;
+	}
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "

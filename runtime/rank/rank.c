@@ -41,6 +41,7 @@ struct rank {
 	uint32_t gen;
 	bool stopping;   /* we are stopping it: its end is not a failure */
 	bool hung, beat;
+	bool noexec;     /* exec failed: it would fail the same way again */
 	int last_status;
 	/* how to end */
 	bool exiting;
@@ -105,6 +106,8 @@ static void kill_strays(void)
 static void start_child(struct rank *r, uint32_t gen)
 {
 	char count[16];
+	int ep[2], e;
+	ssize_t n;
 	pid_t pid;
 
 	r->gen = gen;
@@ -115,8 +118,18 @@ static void start_child(struct rank *r, uint32_t gen)
 		unlink(r->heartbeat); /* judged only after its first heartbeat */
 	pm_timer_set(r->hang_w.fd, 0, 0);
 	snprintf(count, sizeof(count), "%u", gen);
+	r->noexec = false;
+	/* Closed by a successful exec; an errno comes back through it if exec
+	 * fails, which tells "cannot run" from a command exiting 127. */
+	if (pipe2(ep, O_CLOEXEC)) {
+		msg(r, "procmgr: rank %d: pipe: %s", r->grank, strerror(errno));
+		send_simple(r, PM_MSG_RANK_EXIT, 127 << 8, 0);
+		return;
+	}
 	pid = fork();
 	if (pid < 0) {
+		close(ep[0]);
+		close(ep[1]);
 		msg(r, "procmgr: rank %d: fork: %s", r->grank, strerror(errno));
 		send_simple(r, PM_MSG_RANK_EXIT, 127 << 8, 0);
 		return;
@@ -127,13 +140,21 @@ static void start_child(struct rank *r, uint32_t gen)
 		signal(SIGPIPE, SIG_DFL);
 		setenv(PM_ENV_RESTART_COUNT, count, 1);
 		setenv(PM_ENV_TE_RESTART_COUNT, count, 1);
+		close(ep[0]);
 		execvp(r->argv[0], r->argv);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
 		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", r->grank,
-			r->argv[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+			r->argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
 	}
 	setpgid(pid, pid); /* both sides: no race with the first kill */
 	r->child = pid;
+	close(ep[1]);
+	while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	r->noexec = n == (ssize_t)sizeof(e);
+	close(ep[0]);
 }
 
 static void stop_child(struct rank *r)
@@ -220,7 +241,7 @@ static void reaped(struct rank *r, int status)
 	else if (stopped)
 		send_simple(r, PM_MSG_RANK_STOPPED, status, 0);
 	else
-		send_simple(r, PM_MSG_RANK_EXIT, status, 0);
+		send_simple(r, PM_MSG_RANK_EXIT, status, r->noexec ? PM_FLAG_EXEC : 0);
 }
 
 static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)

@@ -119,6 +119,17 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	grep -q '"hung":true' <<<"$output"
 }
 
+@test "a command that cannot run ends the step at once, without restarts" {
+	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:3 /nonexistent/train
+	echo "$output"
+	[ "$status" -eq 127 ]
+	[[ "$output" == *"cannot run /nonexistent/train: No such file or directory"* ]]
+	[[ "$output" == *"cannot run its command (exited with code 127) in generation 0; not restarting"* ]]
+	run events "$(last_job)" 0
+	[[ "$output" == *'"cannot_run":true'* ]]
+	[[ "$output" != *'"event":"start"'* ]]
+}
+
 @test "scancel during a restart leaves no process of the job on any node" {
 	cat >job.sh <<-EOS
 	#!/bin/bash

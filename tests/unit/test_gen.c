@@ -819,6 +819,35 @@ static void test_abort_local(void **state)
 	done(w);
 }
 
+static void test_cannot_run(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	/* The supervisor's exec failed (not found): the budget is not spent on
+	 * restarts that would fail the same way. */
+	rank_exit(w, 1, 0, EXIT(127), PM_FLAG_EXEC);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	assert_int_equal(w->g.restarts, 0);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_STOP), 0);
+	assert_non_null(strstr(event(w, "rank_failed"), "\"cannot_run\":true"));
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 127);
+	assert_non_null(strstr(r->m.text, "rank 1 on n0 cannot run its command (exited with "
+					  "code 127) in generation 0; not restarting"));
+	/* A command that itself exits 127 is an ordinary failure. */
+	done(w);
+	w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	launch(w, 0);
+	rank_exit(w, 0, 0, EXIT(127), 0);
+	assert_int_equal(w->g.gen, 1);
+	done(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -847,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_health_while_running_and_before_launch),
 		cmocka_unit_test(test_stale_and_unexpected),
 		cmocka_unit_test(test_abort_local),
+		cmocka_unit_test(test_cannot_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
