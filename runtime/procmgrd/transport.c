@@ -3,6 +3,7 @@
 #include "step.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +95,21 @@ static int run_checks(void *ctx, char *why, size_t len)
 static void event(void *ctx, const char *name, const char *fields)
 {
 	struct pm_step *s = ctx;
+	char text[PATH_MAX + 256];
+	struct pm_msg m;
+	int i;
 
-	pm_event(&s->events, name, fields);
+	if (pm_event(&s->events, name, fields) == 0 || s->events.lost != 1)
+		return;
+	/* Said once, here and on srun's stderr through rank 0's supervisor. */
+	snprintf(text, sizeof(text), "procmgr: the step's event log cannot be written (%s): "
+		 "events from now on are lost (is state_dir full?)", strerror(errno));
+	pm_log(s, "%s", text);
+	pm_msg_init(&m, PM_MSG_PRINT);
+	pm_msg_set_text(&m, text);
+	for (i = 0; i < s->ntasks_local; i++)
+		if (s->ranks[i] && s->gen.ranks[i].grank == 0)
+			pm_step_send(s, s->ranks[i], &m);
 }
 
 static void log_line(void *ctx, const char *text)
