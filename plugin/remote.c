@@ -44,12 +44,12 @@ int pm_remote_post_opt(spank_t sp)
 	}
 	if (stepid == SLURM_EXTERN_CONT || stepid == SLURM_INTERACTIVE_STEP)
 		return 0;
-	if (spank_getenv(sp, PM_ENV_STEP_OPTS, buf, sizeof(buf)) != ESPANK_SUCCESS)
+	if (spank_getenv(sp, PM_ENV_STEP_REQ, buf, sizeof(buf)) != ESPANK_SUCCESS)
 		return 0;
 
 	/* The environment is the user's: check it again, site cap included. */
 	pm_opts_init(&step);
-	if (pm_opts_parse_str(&step, buf, PM_ENV_STEP_OPTS, err, sizeof(err)) ||
+	if (pm_opts_parse_str(&step, buf, PM_ENV_STEP_REQ, err, sizeof(err)) ||
 	    pm_opts_resolve(&pm_g.resolved, &pm_g.site, NULL, &step, err, sizeof(err)))
 		defer_error(err);
 	active = pm_g.resolved.enabled || pm_g.error[0];
