@@ -53,6 +53,22 @@ static void give_up(struct pm_gen *g, int code, int rank, int node, const char *
 	pm_gen_end(g, &m);
 }
 
+/* Who says why on srun's stderr when the rank concerned cannot (its
+ * supervisor or its node is gone): the root's own lowest rank, alive
+ * since the root is deciding. */
+static int printer(const struct pm_gen *g, int avoid)
+{
+	int i, best = -1;
+
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		const struct pm_gen_rank *r = &g->ranks[i];
+		if (r->st != PM_RANK_ABSENT && r->st != PM_RANK_GONE && r->grank != avoid &&
+		    (best < 0 || r->grank < best))
+			best = r->grank;
+	}
+	return best;
+}
+
 /* Stop every rank, to start the next generation after the delay decided. */
 static void restart(struct pm_gen *g, unsigned delay_ms)
 {
@@ -202,7 +218,7 @@ static void root_cancel(struct pm_gen *g, const struct pm_msg *m)
 
 void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 {
-	char how[128], lbl[64], text[1024];
+	char how[128], lbl[64], text[1024], beat[80] = "";
 	const char *node = pm_gen_node_name(g, m->node);
 	bool hung = m->count & PM_FLAG_HUNG;
 	bool lost = m->count & PM_FLAG_LOST;
@@ -225,8 +241,11 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 			 m->text_len ? m->text : "the task was killed");
 	else
 		pm_status_describe(m->status, hung, how, sizeof(how));
+	if (hung)
+		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu",
+			 strtoull(m->text, NULL, 10));
 	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s",
-	      m->gen, m->rank, node, how, hung ? ",\"hung\":true" : "",
+	      m->gen, m->rank, node, how, beat,
 	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
 	      late && !lost && !(hung && g->hang.pending) ? ",\"ignored\":true" : "");
 	if (hung && m->gen == g->gen && (g->phase == PM_PHASE_RUNNING || g->hang.pending)) {
@@ -269,7 +288,8 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 			 "procmgr: rank %d on %s %s in generation %u; giving up after %d "
 			 "restart%s (%s)", m->rank, node, how, m->gen, g->restarts,
 			 g->restarts == 1 ? "" : "s", lbl);
-	give_up(g, hung || lost ? 1 : pm_status_exit_code(m->status), m->rank, m->node, text);
+	give_up(g, hung || lost ? 1 : pm_status_exit_code(m->status),
+		lost ? printer(g, m->rank) : m->rank, m->node, text);
 }
 
 void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
@@ -285,7 +305,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 	      pm_gen_node_name(g, node), esc);
 	snprintf(text, sizeof(text), "procmgr: lost node %s (%.700s); ending the step",
 		 pm_gen_node_name(g, node), why);
-	give_up(g, 1, -1, node, text);
+	give_up(g, 1, printer(g, -1), node, text);
 }
 
 void pm_gen_root_done(struct pm_gen *g)

@@ -37,8 +37,8 @@ struct daemon {
 	int ready_fd;
 	pid_t watch_pid;
 	struct pm_watch unix_w, tcp_w, sig_w, pid_w, connect_w, retry_w;
-	struct sockaddr_storage parent_addr;
-	socklen_t parent_addrlen;
+	struct sockaddr_storage parent_addr, self_addr;
+	socklen_t parent_addrlen, self_addrlen;
 	unsigned retry_ms;
 	uint64_t connect_deadline;
 };
@@ -207,6 +207,10 @@ static void try_connect(struct daemon *d)
 		return;
 	}
 	user_timeout(d, fd);
+	/* From this node's own address, as its name says: the link is then
+	 * this node's to the parent's, whatever the routing table prefers. */
+	if (d->self_addrlen && bind(fd, (struct sockaddr *)&d->self_addr, d->self_addrlen))
+		pm_log(&d->step, "cannot bind to %s's address: %m", d->step.names[d->step.node]);
 	if (connect(fd, (struct sockaddr *)&d->parent_addr, d->parent_addrlen) == 0 ||
 	    errno == EINPROGRESS) {
 		d->connect_w = (struct pm_watch){ .fd = fd, .fn = on_connected, .arg = d };
@@ -374,7 +378,8 @@ int main(int argc, char **argv)
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
 		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
-			    sizeof(err)))
+			    sizeof(err)) ||
+		    resolve(s->names[s->node], 0, &d.self_addr, &d.self_addrlen, err, sizeof(err)))
 			goto out_clean;
 		d.retry_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_retry, .arg = &d };
 		if (d.retry_w.fd < 0 || pm_loop_add(&d.loop, &d.retry_w, EPOLLIN)) {
