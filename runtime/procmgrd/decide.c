@@ -147,6 +147,8 @@ static void hang_text(struct pm_gen *g, char *buf, size_t len)
 {
 	struct pm_hang *h = &g->hang;
 	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
+	uint64_t lead;
+	char ago[32];
 	size_t off;
 
 	off = (size_t)snprintf(buf, len, "rank %d on %s hung", h->rank,
@@ -154,9 +156,14 @@ static void hang_text(struct pm_gen *g, char *buf, size_t len)
 	if (!h->followers)
 		return;
 	qsort(h->follower, (size_t)n, sizeof(int), cmp_int);
+	lead = h->next_beat - h->beat;
+	if (lead < 1000)
+		snprintf(ago, sizeof(ago), "%llu ms", (unsigned long long)lead);
+	else
+		snprintf(ago, sizeof(ago), "%.1f s", (double)lead / 1000.0);
 	off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
-				" first (its last heartbeat %.1f s before any other's); rank%s",
-				(double)(h->next_beat - h->beat) / 1000.0, h->followers > 1 ? "s" : "");
+				" first (its last heartbeat %s before any other's); rank%s", ago,
+				h->followers > 1 ? "s" : "");
 	for (i = 0; i < n; i++)
 		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s %d",
 					i ? "," : "", h->follower[i]);

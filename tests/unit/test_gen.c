@@ -872,19 +872,19 @@ static void test_hang_blames_oldest(void **state)
 
 	launch(w, 0);
 	clear(w);
-	rank_hung(w, 2, 0, "1700000001500");
+	rank_hung(w, 2, 0, "1700000002500");
 	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
 	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
 	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0); /* not decided yet */
 	rank_hung(w, 0, 0, "1700000001000");
-	rank_hung(w, 3, 0, "1700000001800");
+	rank_hung(w, 3, 0, "1700000002800");
 	rank_stopped(w, 1, 0);
 	assert_int_equal(w->g.gen, 1);
 	e = event(w, "hang");
 	assert_non_null(e);
 	assert_non_null(strstr(e, "\"rank\":0,\"node\":\"n0\",\"followers\":[2,3],"
-				  "\"nfollowers\":2,\"lead_ms\":500"));
-	assert_non_null(strstr(event(w, "rank_failed"), "\"last_heartbeat_ms\":1700000001800"));
+				  "\"nfollowers\":2,\"lead_ms\":1500"));
+	assert_non_null(strstr(event(w, "rank_failed"), "\"last_heartbeat_ms\":1700000002800"));
 	{
 		int i, n = 0;
 		for (i = 0; i < w->n; i++)
@@ -892,7 +892,7 @@ static void test_hang_blames_oldest(void **state)
 			    strstr(w->r[i].m.text, "hung")) {
 				assert_string_equal(w->r[i].m.text,
 						    "procmgr: generation 0: rank 0 on n0 hung first "
-						    "(its last heartbeat 0.5 s before any other's); "
+						    "(its last heartbeat 1.5 s before any other's); "
 						    "ranks 2, 3 followed; restarting all 4 ranks "
 						    "(restart 1 of 3)");
 				n++;
