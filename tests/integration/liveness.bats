@@ -130,10 +130,12 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	hung = [e for e in ev if e["event"] == "rank_failed" and e.get("hung")]
 	blame = [e for e in ev if e["event"] == "hang"]
 	assert len(blame) == 1, blame
-	oldest = min(hung, key=lambda e: (e["last_heartbeat_ms"], e["rank"]))
-	assert blame[0]["rank"] == oldest["rank"], (blame, hung)
+	oldest = min(e["last_heartbeat_ms"] for e in hung)
+	blamed = [e for e in hung if e["rank"] == blame[0]["rank"]]
+	# Ties (same millisecond) may go either way; never a younger one.
+	assert blamed and blamed[0]["last_heartbeat_ms"] == oldest, (blame, hung)
 	assert blame[0]["nfollowers"] == len(hung) - 1, (blame, hung)
-	assert re.search(r"rank %d on %s hung" % (oldest["rank"], oldest["node"]), sys.argv[1])
+	assert re.search(r"rank %d on %s hung" % (blamed[0]["rank"], blamed[0]["node"]), sys.argv[1])
 	PY
 }
 
