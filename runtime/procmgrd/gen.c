@@ -297,17 +297,23 @@ void pm_gen_fail(struct pm_gen *g, const struct pm_msg *m)
 		g->cf.ops->send_up(g->cf.ctx, m);
 }
 
-void pm_gen_fail_health(struct pm_gen *g, const char *why)
+/* A failure of this node as a whole (no rank): flag says what, why how. */
+static void fail_node(struct pm_gen *g, uint32_t flag, const char *why)
 {
 	struct pm_msg m;
 
-	pm_gen_log(g, "health check failed: %s", why);
 	pm_msg_init(&m, PM_MSG_FAIL);
 	m.gen = g->gen;
 	m.node = g->cf.node;
-	m.count = PM_FLAG_HEALTH;
+	m.count = flag;
 	pm_msg_set_text(&m, why);
 	pm_gen_fail(g, &m);
+}
+
+void pm_gen_fail_health(struct pm_gen *g, const char *why)
+{
+	pm_gen_log(g, "health check failed: %s", why);
+	fail_node(g, PM_FLAG_HEALTH, why);
 }
 
 /* ---- inputs ---- */
@@ -537,17 +543,10 @@ int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m)
 
 void pm_gen_cancel(struct pm_gen *g, const char *why)
 {
-	struct pm_msg m;
-
 	if (pm_gen_terminal(g))
 		return;
 	pm_gen_log(g, "cancelled: %s", why);
-	pm_msg_init(&m, PM_MSG_FAIL);
-	m.gen = g->gen;
-	m.node = g->cf.node;
-	m.count = PM_FLAG_CANCEL;
-	pm_msg_set_text(&m, why);
-	pm_gen_fail(g, &m);
+	fail_node(g, PM_FLAG_CANCEL, why);
 	pm_gen_progress(g);
 }
 
