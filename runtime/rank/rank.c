@@ -36,6 +36,7 @@ struct rank {
 	const char *node;
 	unsigned grace_ms, hang_ms;
 	const char *heartbeat;
+	const char *error_file; /* TORCHELASTIC_ERROR_FILE */
 	/* the current generation */
 	pid_t child;
 	uint32_t gen;
@@ -116,6 +117,8 @@ static void start_child(struct rank *r, uint32_t gen)
 	r->beat = false;
 	if (r->heartbeat)
 		unlink(r->heartbeat); /* judged only after its first heartbeat */
+	if (r->error_file)
+		unlink(r->error_file); /* an error is the generation's own */
 	pm_timer_set(r->hang_w.fd, 0, 0);
 	snprintf(count, sizeof(count), "%u", gen);
 	r->noexec = false;
@@ -365,6 +368,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	if (read_opts(r, err, errlen))
 		return -1;
 	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
+	r->error_file = getenv(PM_ENV_TE_ERROR_FILE);
 
 	/* Our own mask from slurmstepd is what the command should get, less
 	 * what slurmstepd blocks for itself. */

@@ -46,6 +46,8 @@ static void test_paths(void **state)
 	assert_string_equal(b, "/s/42/3.7.run/sock");
 	assert_int_equal(pm_path_heartbeat(b, sizeof(b), "/s/42/3.7.run", 5), 0);
 	assert_string_equal(b, "/s/42/3.7.run/heartbeat.5");
+	assert_int_equal(pm_path_error_file(b, sizeof(b), "/s/42/3.7.run", 5), 0);
+	assert_string_equal(b, "/s/42/3.7.run/error.5.json");
 	/* Slurm's ids are 32 bits: the largest still print in full. */
 	assert_int_equal(pm_path_rundir(b, sizeof(b), "/s", 4294967295u, 4294967294u,
 					4294967293u), 0);
@@ -65,6 +67,9 @@ static void test_paths_too_long(void **state)
 	assert_int_equal(pm_path_sock(b, sizeof(b), "/a/long/run/dir"), -1);
 	assert_string_equal(b, "");
 	assert_int_equal(pm_path_heartbeat(b, 0, "/r", 0), -1);
+	/* "/a/long/run/dir/error.0.json" is past 16. */
+	assert_int_equal(pm_path_error_file(b, sizeof(b), "/a/long/run/dir", 0), -1);
+	assert_string_equal(b, "");
 }
 
 /* ---- ready lines ---- */
