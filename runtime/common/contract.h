@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
 
 /* ---- environment ----
@@ -116,7 +117,7 @@ int pm_ready_parse(const char *line, struct pm_ready *out);
  * messages. A check item has no white space (checkspec.c), so the first
  * ": " ends it. */
 struct pm_report {
-	char check[1024];
+	char check[PATH_MAX + 32]; /* a script's whole path */
 	char reason[1024];
 };
 

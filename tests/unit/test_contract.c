@@ -187,7 +187,7 @@ static void test_report_round_trip(void **state)
 
 static void test_report_refused(void **state)
 {
-	char buf[16], big[2100];
+	char buf[16], big[PATH_MAX + 1200];
 	struct pm_report r;
 	(void)state;
 
@@ -200,8 +200,19 @@ static void test_report_refused(void **state)
 	assert_int_equal(pm_report_parse("mem\n: on the next line", &r), -1);
 	memset(big, 'c', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	memcpy(big + 1500, ": r", 3);
+	/* A check longer than any path. */
+	memcpy(big + PATH_MAX + 40, ": r", 3);
 	assert_int_equal(pm_report_parse(big, &r), -1);
+	/* A reason past its 1023 characters. */
+	memcpy(big + 10, ": r", 3);
+	assert_int_equal(pm_report_parse(big, &r), -1);
+	/* A script's path well past 64 characters comes back whole. */
+	memset(big, 'd', 300);
+	memcpy(big, "script:/", 8);
+	strcpy(big + 300, ": fan 3 failed\n");
+	assert_int_equal(pm_report_parse(big, &r), 0);
+	assert_int_equal(strlen(r.check), 300);
+	assert_string_equal(r.reason, "fan 3 failed");
 }
 
 /* ---- procmgrd's command line ---- */
