@@ -11,6 +11,11 @@ envline='echo "env rank=$RANK gen=$PROCMGR_RESTART_COUNT role=$ROLE_NAME rrank=$
 	# must start without it.
 	run srun -N2 -n4 --procmgr-restart=on-failure:1 bash -c "$envline"'
 		if [ "$RANK" = 1 ] && [ "$PROCMGR_RESTART_COUNT" = 0 ]; then
+			# Only once every rank has said its line: a stop would cut it.
+			for _ in $(seq 400); do
+				[ "$(grep -c "^env .* gen=0 " "$PM_LOG")" -ge 4 ] && break
+				sleep 0.05
+			done
 			echo "{\"message\": \"boom\"}" >"$TORCHELASTIC_ERROR_FILE"; exit 1
 		fi'
 	echo "$output"; cat "$PM_LOG"
