@@ -46,7 +46,7 @@ int pm_local_post_opt(spank_t sp)
 	}
 
 	if (!pm_g.resolved.enabled) {
-		unsetenv(PM_ENV_STEP_OPTS);
+		unsetenv(PM_ENV_STEP_REQ);
 		return 0;
 	}
 	/* Every field, so that slurmstepd need not know the layers. */
@@ -55,8 +55,8 @@ int pm_local_post_opt(spank_t sp)
 		pm_err("options too long to pass to the step");
 		return -1;
 	}
-	if (setenv(PM_ENV_STEP_OPTS, buf, 1)) {
-		pm_err("setenv %s: %m", PM_ENV_STEP_OPTS);
+	if (setenv(PM_ENV_STEP_REQ, buf, 1)) {
+		pm_err("setenv %s: %m", PM_ENV_STEP_REQ);
 		return -1;
 	}
 	if (pm_g.resolved.verbose)

@@ -1,8 +1,10 @@
 /* slurmstepd: one per node per step. Starts this node's procmgrd, turns each
  * task into a supervised rank, and stops everything at step end. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 
@@ -49,12 +51,12 @@ int pm_remote_post_opt(spank_t sp)
 	}
 	if (stepid == SLURM_EXTERN_CONT || stepid == SLURM_INTERACTIVE_STEP)
 		return 0;
-	if (spank_getenv(sp, PM_ENV_STEP_OPTS, buf, sizeof(buf)) != ESPANK_SUCCESS)
+	if (spank_getenv(sp, PM_ENV_STEP_REQ, buf, sizeof(buf)) != ESPANK_SUCCESS)
 		return 0;
 
 	/* The environment is the user's: check it again, site cap included. */
 	pm_opts_init(&step);
-	if (pm_opts_parse_str(&step, buf, PM_ENV_STEP_OPTS, err, sizeof(err)) ||
+	if (pm_opts_parse_str(&step, buf, PM_ENV_STEP_REQ, err, sizeof(err)) ||
 	    pm_opts_resolve(&pm_g.resolved, &pm_g.site, NULL, &step, err, sizeof(err)))
 		defer_error(err, false);
 	active = pm_g.resolved.enabled || pm_g.error[0];
@@ -80,6 +82,21 @@ int pm_remote_user_init(spank_t sp)
 	return 0;
 }
 
+/* srun --multi-prog: Slurm hands the plugin the table's file name and its
+ * text (argv[0], argv[1]) and picks each task's command after task_init,
+ * past procmgr-rank: the commands would run unsupervised. Recognised by
+ * that shape: a file that is not executable, then lines of "RANKS CMD". */
+static bool multi_prog(int argc, char **argv)
+{
+	const char *t;
+
+	if (argc != 2 || access(argv[0], X_OK) == 0 || access(argv[0], R_OK) != 0)
+		return false;
+	for (t = argv[1]; *t == ' ' || *t == '\t' || *t == '\n'; t++)
+		;
+	return (isdigit((unsigned char)*t) || *t == '*') && strpbrk(t, " \t");
+}
+
 int pm_remote_task_init(spank_t sp)
 {
 	struct pm_node *n = &node_s;
@@ -101,6 +118,14 @@ int pm_remote_task_init(spank_t sp)
 	    spank_get_item(sp, S_TASK_ID, &lrank) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1) {
 		pm_err("cannot read the task's rank and command from Slurm");
+		return -1;
+	}
+	if (multi_prog(argc, argv)) {
+		if (rank == 0)
+			pm_err("--multi-prog is not supported with procmgr: each task's command "
+			       "would run unsupervised. Run one command in every task (a wrapper "
+			       "that chooses by $RANK or $SLURM_PROCID), or drop the --procmgr "
+			       "options for this step");
 		return -1;
 	}
 	if (pm_g.resolved.verbose && rank == 0)

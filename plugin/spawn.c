@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +142,7 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd)
 	a.watch_pid = stepd;
 	a.health_report = n->report;
 	a.health_timeout_ms = pm_g.site.health_timeout_ms;
+	a.peer_timeout_ms = pm_g.site.peer_timeout_ms;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  sizeof(buf), err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);
@@ -272,19 +274,33 @@ static void remove_empty_log(const struct pm_node *n)
 	close(dfd);
 }
 
+/* Through the pidfd when there is one: a pid that was reused is never hit. */
+static void signal_procmgrd(struct pm_node *n, int sig)
+{
+	if (n->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, n->pidfd, sig, NULL, 0);
+	else
+		kill(n->pid, sig);
+}
+
 void pm_spawn_stop(struct pm_node *n)
 {
 	struct pollfd pfd;
+	int rc;
 
 	if (n->pid <= 0)
 		return;
-	kill(n->pid, SIGTERM);
+	/* SIGCONT: a stopped procmgrd (SIGSTOP, a debugger) still ends now. */
+	signal_procmgrd(n, SIGTERM);
+	signal_procmgrd(n, SIGCONT);
 	if (n->pidfd >= 0) {
 		pfd.fd = n->pidfd;
 		pfd.events = POLLIN;
-		if (poll(&pfd, 1, 5000) == 0) {
+		while ((rc = poll(&pfd, 1, 5000)) < 0 && errno == EINTR)
+			;
+		if (rc == 0) {
 			pm_err("procmgrd (pid %d) ignored SIGTERM for 5 s: killing it", (int)n->pid);
-			kill(n->pid, SIGKILL);
+			signal_procmgrd(n, SIGKILL);
 		}
 		close(n->pidfd);
 		n->pidfd = -1;

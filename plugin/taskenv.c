@@ -134,6 +134,7 @@ static int supervisor_env(spank_t sp, const struct pm_node *n, int lrank)
 		return -1;
 	rc |= set(sp, PM_ENV_SOCK, "%s", path);
 	rc |= set(sp, PM_ENV_STEP_OPTS, "%s", n->opts);
+	rc |= set(sp, PM_ENV_PEER_TIMEOUT, "%u", pm_g.site.peer_timeout_ms);
 	if (pm_g.resolved.hang_timeout_ms) {
 		if (pm_path_heartbeat(path, sizeof(path), n->rundir, lrank))
 			return -1;

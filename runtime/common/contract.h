@@ -21,11 +21,16 @@
  * to each rank (set again by the plugin to what slurmstepd resolved). */
 #define PM_ENV_JOB_OPTS "PROCMGR_JOB_OPTIONS"
 #define PM_ENV_STEP_OPTS "PROCMGR_STEP_OPTIONS"
+/* srun to slurmstepd: the same text, under a name Slurm propagates even
+ * with --export=NONE or VARS (it always passes SLURM_* variables on). */
+#define PM_ENV_STEP_REQ "SLURM_PROCMGR_STEP_OPTIONS"
 /* For procmgr-rank, from the plugin. */
 #define PM_ENV_SOCK "PROCMGR_SOCK"     /* procmgrd's socket (pm_path_sock) */
 #define PM_ENV_ARGV0 "PROCMGR_ARGV0"   /* the command Slurm would have run */
 /* For the user's command. */
 #define PM_ENV_HEARTBEAT "PROCMGR_HEARTBEAT"         /* with a hang timeout */
+/* procmgrd's link liveness, for its supervisors: milliseconds, 0 off. */
+#define PM_ENV_PEER_TIMEOUT "PROCMGR_PEER_TIMEOUT_MS"
 #define PM_ENV_RESTART_COUNT "PROCMGR_RESTART_COUNT" /* the generation */
 /* For procmgr health, to test it on fixture trees. */
 #define PM_ENV_SYSROOT "PROCMGR_SYSROOT"
@@ -150,6 +155,7 @@ struct pm_daemon_args {
 	pid_t watch_pid;          /* 0: none; else slurmstepd, to end with it */
 	const char *health_report; /* NULL: none */
 	unsigned health_timeout_ms; /* each check script */
+	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
 };
 
 #define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
@@ -158,7 +164,8 @@ struct pm_daemon_args {
 	"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST " \
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
-	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS]\n" \
+	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
+	"[--peer-timeout MS]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

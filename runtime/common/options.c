@@ -28,9 +28,9 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "health", "LIST", "Node health checks: " PM_CHECK_GRAMMAR },
 	{ "health-interval", "TIME",
 	  "Re-run the health checks this often while running" PM_TIME_HELP },
-	{ "hang-timeout", "TIME",
-	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT)"
-	  PM_TIME_HELP },
+	{ "hang-timeout", "TIME[,FIRST]",
+	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT); "
+	  "FIRST: also one that has not beaten FIRST after its start" PM_TIME_HELP },
 	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
@@ -174,6 +174,33 @@ static int bad(char *err, size_t errlen, const char *name, const char *value,
 	return -1;
 }
 
+/* SECONDS[,FIRST]: the hang timeout, and the first heartbeat's deadline
+ * (0: a rank that never beats is never judged). */
+static int parse_hang(const char *v, unsigned *ms, unsigned *first_ms)
+{
+	char head[64];
+	const char *comma;
+	size_t n;
+
+	if (!v)
+		return -1;
+	comma = strchr(v, ',');
+	n = comma ? (size_t)(comma - v) : strlen(v);
+	if (n >= sizeof(head))
+		return -1;
+	memcpy(head, v, n);
+	head[n] = '\0';
+	*first_ms = 0;
+	if (pm_duration_parse(head, ms) || (*ms && *ms < 100) || *ms > 604800000u)
+		return -1;
+	if (!comma)
+		return 0;
+	if (!*ms || pm_duration_parse(comma + 1, first_ms) || *first_ms < 100 ||
+	    *first_ms > 604800000u)
+		return -1;
+	return 0;
+}
+
 int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		 char *err, size_t errlen)
 {
@@ -230,10 +257,11 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "0 (off) or a duration from 1 s to 7 days: " PM_DURATION_FORMS);
 		o->set |= PM_SET_HEALTH_INTERVAL;
 	} else if (!strcmp(name, "hang-timeout")) {
-		if (pm_duration_parse(value, &o->hang_timeout_ms) ||
-		    (o->hang_timeout_ms && o->hang_timeout_ms < 100))
+		if (parse_hang(value, &o->hang_timeout_ms, &o->hang_first_ms))
 			return bad(err, errlen, name, value,
-				   "0 (off) or a duration from 0.1 s to 7 days: " PM_DURATION_FORMS);
+				   "0 (off) or a duration from 0.1 s to 7 days, optionally followed by "
+				   ",FIRST: a duration from 0.1 s to 7 days for the first heartbeat; "
+				   "a duration: " PM_DURATION_FORMS);
 		o->set |= PM_SET_HANG;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
@@ -326,8 +354,13 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 			return -1;
 	}
 	if (o->set & PM_SET_HANG) {
+		char first[32] = "";
 		pm_fmt_seconds(o->hang_timeout_ms, v, sizeof(v));
-		if (put(buf, len, &off, "%shang-timeout=%s%s", v, ""))
+		if (o->hang_first_ms) {
+			first[0] = ',';
+			pm_fmt_seconds(o->hang_first_ms, first + 1, sizeof(first) - 1);
+		}
+		if (put(buf, len, &off, "%shang-timeout=%s%s", v, first))
 			return -1;
 	}
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
@@ -354,8 +387,10 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		strcpy(dst->health, l->health);
 	if (l->set & PM_SET_HEALTH_INTERVAL)
 		dst->health_interval_ms = l->health_interval_ms;
-	if (l->set & PM_SET_HANG)
+	if (l->set & PM_SET_HANG) {
 		dst->hang_timeout_ms = l->hang_timeout_ms;
+		dst->hang_first_ms = l->hang_first_ms;
+	}
 	if (l->set & PM_SET_VERBOSE)
 		dst->verbose = l->verbose;
 	dst->set |= l->set;

@@ -53,6 +53,7 @@ struct pm_opts {
 	char health[PM_LIST_MAX]; /* validated check list, "" for none */
 	unsigned health_interval_ms; /* 0: no periodic checks */
 	unsigned hang_timeout_ms;    /* 0: no hang detection */
+	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
 	bool verbose;
 };
 
@@ -68,6 +69,7 @@ struct pm_site {
 	char state_dir[PATH_MAX];
 	char topology[PATH_MAX]; /* hwloc XML, "" for live discovery */
 	unsigned health_timeout_ms; /* per check script */
+	unsigned peer_timeout_ms;   /* a silent tree or rank link is lost; 0: off */
 };
 
 #define PM_DEFAULT_RESTARTS 3
@@ -76,6 +78,10 @@ struct pm_site {
 #define PM_DEFAULT_DELAY_MS 0
 #define PM_MAX_DELAY_MS 60000 /* cap of the exponential backoff */
 #define PM_DEFAULT_FANOUT 32
+/* Every link (tree and supervisors) says something at least every third
+ * of this; a peer silent for this long is lost. A few seconds: far below
+ * Slurm's SlurmdTimeout, far above a loaded node's scheduling hiccups. */
+#define PM_DEFAULT_PEER_TIMEOUT_MS 5000
 
 /* The user options, by name without the "procmgr-" prefix ("" is the bare
  * --procmgr). Each entry's help text is what srun --help shows. */

@@ -33,6 +33,11 @@ enum pm_msg_type {
 	PM_MSG_RANK_STOPPED, /* gen */
 	PM_MSG_PRINT,      /* text for the rank's stderr (--procmgr-verbose) */
 	PM_MSG_READY,      /* up, count: nodes of the subtree ready to launch */
+	/* Both ways on every link, when nothing else is said: proves the peer
+	 * alive. Consumed by the connection layer (io/conn.c), never handed on. */
+	PM_MSG_PING,
+	PM_MSG_RANK_RUN,   /* rank -> procmgrd: gen, status: the command's pid
+			    * (and process group), to be killed if we are lost */
 	PM_MSG_TYPE_MAX
 };
 
@@ -41,7 +46,12 @@ enum {
 	PM_FLAG_LOST = 1u << 1, /* the rank's supervisor went away */
 	PM_FLAG_HEALTH = 1u << 2, /* a node failed a health check; text: why */
 	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
+	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
 };
+
+/* A FAIL with PM_FLAG_HUNG carries in its text the wall-clock time (ms
+ * since the epoch) of the rank's last heartbeat, or of its start if it
+ * never beat: the root blames the oldest. */
 
 struct pm_msg {
 	uint8_t type;

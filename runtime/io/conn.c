@@ -25,6 +25,7 @@ struct pm_conn *pm_conn_new(struct pm_loop *l, int fd, pm_msg_fn on_msg,
 	c->on_msg = on_msg;
 	c->on_close = on_close;
 	c->id = -1;
+	c->last_rx = pm_now_ms();
 	if (pm_loop_add(l, &c->w, EPOLLIN | EPOLLRDHUP)) {
 		free(c);
 		return NULL;
@@ -106,6 +107,25 @@ static void die(struct pm_conn *c, const char *why)
 	c->on_close(c, why);
 }
 
+int pm_conn_ping(struct pm_conn *c)
+{
+	struct pm_msg m;
+
+	pm_msg_init(&m, PM_MSG_PING);
+	return pm_conn_send(c, &m);
+}
+
+bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms)
+{
+	return timeout_ms && now_ms > c->last_rx && now_ms - c->last_rx >= timeout_ms;
+}
+
+void pm_conn_fail(struct pm_conn *c, const char *why)
+{
+	if (!c->dead)
+		die(c, why);
+}
+
 static void conn_io(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_conn *c = (struct pm_conn *)w; /* w is the first member */
@@ -139,6 +159,7 @@ static void conn_io(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 			return;
 		}
 		c->in_len += (size_t)n;
+		c->last_rx = pm_now_ms();
 		for (;;) {
 			int used = pm_msg_decode(c->in, c->in_len, &m, &err);
 			if (used < 0) {
@@ -149,6 +170,8 @@ static void conn_io(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				break;
 			memmove(c->in, c->in + used, c->in_len - (size_t)used);
 			c->in_len -= (size_t)used;
+			if (m.type == PM_MSG_PING)
+				continue;
 			c->on_msg(c, &m);
 			if (c->dead) { /* dropped by on_msg: closed here, once */
 				c->on_close(c, c->drop_why);

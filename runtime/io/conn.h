@@ -27,6 +27,7 @@ struct pm_conn {
 	bool dead;
 	const char *drop_why;
 	int id; /* the owner's: node id, local rank */
+	uint64_t last_rx; /* pm_now_ms of the last bytes read: the peer's liveness */
 };
 
 /* Takes ownership of fd (made non-blocking). */
@@ -38,5 +39,13 @@ void pm_conn_drop(struct pm_conn *c, const char *why);
 /* Close now (after trying to flush what is queued) and free. Only from
  * on_close or outside the connection's callbacks. */
 void pm_conn_free(struct pm_conn *c);
+
+/* Liveness. A peer that says nothing else still says PING (pm_conn_ping)
+ * every period; the frames are consumed here. pm_conn_silent: nothing was
+ * read for timeout_ms. pm_conn_fail: close it from outside its callbacks
+ * (a timer): on_close runs with why, and c is gone after. */
+int pm_conn_ping(struct pm_conn *c);
+bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms);
+void pm_conn_fail(struct pm_conn *c, const char *why);
 
 #endif

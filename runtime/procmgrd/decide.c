@@ -5,6 +5,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/text.h"
 
@@ -51,6 +53,22 @@ static void give_up(struct pm_gen *g, int code, int rank, int node, const char *
 	pm_gen_end(g, &m);
 }
 
+/* Who says why on srun's stderr when the rank concerned cannot (its
+ * supervisor or its node is gone): the root's own lowest rank, alive
+ * since the root is deciding. */
+static int printer(const struct pm_gen *g, int avoid)
+{
+	int i, best = -1;
+
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		const struct pm_gen_rank *r = &g->ranks[i];
+		if (r->st != PM_RANK_ABSENT && r->st != PM_RANK_GONE && r->grank != avoid &&
+		    (best < 0 || r->grank < best))
+			best = r->grank;
+	}
+	return best;
+}
+
 /* Stop every rank, to start the next generation after the delay decided. */
 static void restart(struct pm_gen *g, unsigned delay_ms)
 {
@@ -93,9 +111,121 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	give_up(g, 1, -1, m->node, text);
 }
 
+/* A hung rank: remembered, the oldest heartbeat first. */
+static void hang_note(struct pm_gen *g, const struct pm_msg *m)
+{
+	struct pm_hang *h = &g->hang;
+	uint64_t beat = strtoull(m->text, NULL, 10);
+	int follower = m->rank;
+
+	if (h->rank < 0 || beat < h->beat) {
+		if (h->rank >= 0) {
+			follower = h->rank;
+			h->next_beat = h->beat;
+		}
+		h->rank = m->rank;
+		h->node = m->node;
+		h->beat = beat;
+		if (follower == m->rank)
+			return;
+	} else if (!h->next_beat || beat < h->next_beat) {
+		h->next_beat = beat;
+	}
+	if (h->followers < PM_HANG_LIST)
+		h->follower[h->followers] = follower;
+	h->followers++;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* "rank 3 on n2 hung first (its last heartbeat 1.2 s before any other's);
+ * ranks 0, 1 followed" */
+static void hang_text(struct pm_gen *g, char *buf, size_t len)
+{
+	struct pm_hang *h = &g->hang;
+	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
+	uint64_t lead;
+	char ago[32];
+	size_t off;
+
+	off = (size_t)snprintf(buf, len, "rank %d on %s hung", h->rank,
+			       pm_gen_node_name(g, h->node));
+	if (!h->followers)
+		return;
+	qsort(h->follower, (size_t)n, sizeof(int), cmp_int);
+	lead = h->next_beat - h->beat;
+	if (lead < 1000)
+		snprintf(ago, sizeof(ago), "%llu ms", (unsigned long long)lead);
+	else
+		snprintf(ago, sizeof(ago), "%.1f s", (double)lead / 1000.0);
+	off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
+				" first (its last heartbeat %s before any other's); rank%s", ago,
+				h->followers > 1 ? "s" : "");
+	for (i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s %d",
+					i ? "," : "", h->follower[i]);
+	if (h->followers > n)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, " and %d more",
+					h->followers - n);
+	snprintf(buf + off, off < len ? len - off : 0, " followed");
+}
+
+/* At STOPPED after a hang: now that every hung rank has said so, blame
+ * the oldest heartbeat and decide. false if the step ended. */
+static bool hang_decide(struct pm_gen *g)
+{
+	char what[512], lbl[64], text[1024], list[256];
+	struct pm_hang *h = &g->hang;
+	unsigned delay = 0;
+	size_t off = 0;
+	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
+
+	h->pending = false;
+	hang_text(g, what, sizeof(what));
+	list[0] = '\0';
+	for (i = 0; i < n && off < sizeof(list); i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",
+					h->follower[i]);
+	event(g, "hang", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"followers\":[%s],"
+	      "\"nfollowers\":%d,\"lead_ms\":%llu", g->gen, h->rank,
+	      pm_gen_node_name(g, h->node), list, h->followers,
+	      (unsigned long long)(h->followers ? h->next_beat - h->beat : 0));
+	label(g, lbl, sizeof(lbl));
+	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
+		pm_gen_say(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
+			   g->gen, what, g->cf.ntasks, g->restarts + 1, g->cf.policy.max_restarts);
+		g->delay_ms = delay;
+		return true;
+	}
+	if (g->cf.policy.mode == PM_RESTART_NEVER)
+		snprintf(text, sizeof(text), "procmgr: generation %u: %s; not restarting (%s)",
+			 g->gen, what, lbl);
+	else
+		snprintf(text, sizeof(text), "procmgr: generation %u: %s; giving up after %d "
+			 "restart%s (%s)", g->gen, what, g->restarts, g->restarts == 1 ? "" : "s",
+			 lbl);
+	give_up(g, 1, h->rank, h->node, text);
+	return false;
+}
+
+static void root_cancel(struct pm_gen *g, const struct pm_msg *m)
+{
+	char esc[PM_WIRE_TEXT_MAX], text[PM_WIRE_TEXT_MAX];
+
+	pm_json_escape(m->text, esc, sizeof(esc));
+	event(g, "cancelled", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
+	      pm_gen_node_name(g, m->node), esc);
+	snprintf(text, sizeof(text), "procmgr: the step was cancelled (%.900s on %s); "
+		 "not restarting", m->text, pm_gen_node_name(g, m->node));
+	give_up(g, 128 + 15, -1, m->node, text);
+}
+
 void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 {
-	char how[128], lbl[64], text[1024];
+	char how[128], lbl[64], text[1024], beat[80] = "";
 	const char *node = pm_gen_node_name(g, m->node);
 	bool hung = m->count & PM_FLAG_HUNG;
 	bool lost = m->count & PM_FLAG_LOST;
@@ -103,19 +233,40 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	unsigned delay = 0;
 	enum pm_decision d;
 
+	if (pm_gen_terminal(g))
+		return;
+	if (m->count & PM_FLAG_CANCEL) {
+		root_cancel(g, m);
+		return;
+	}
 	if (m->count & PM_FLAG_HEALTH) {
 		root_health(g, m);
 		return;
 	}
 	if (lost)
-		snprintf(how, sizeof(how), "lost its supervisor (the task was killed)");
+		snprintf(how, sizeof(how), "lost its supervisor (%.100s)",
+			 m->text_len ? m->text : "the task was killed");
 	else
 		pm_status_describe(m->status, hung, how, sizeof(how));
+	if (hung)
+		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu",
+			 strtoull(m->text, NULL, 10));
 	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s",
-	      m->gen, m->rank, node, how, hung ? ",\"hung\":true" : "",
+	      m->gen, m->rank, node, how, beat,
 	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
-	      late ? ",\"ignored\":true" : "");
-	if (late)
+	      late && !lost && !(hung && g->hang.pending) ? ",\"ignored\":true" : "");
+	if (hung && m->gen == g->gen && (g->phase == PM_PHASE_RUNNING || g->hang.pending)) {
+		/* Stop everything, then blame the oldest heartbeat (hang_decide). */
+		if (!g->hang.pending) {
+			g->hang = (struct pm_hang){ .pending = true, .rank = -1 };
+			g->fail_t0 = now(g);
+			pm_gen_stop(g, g->gen);
+		}
+		hang_note(g, m);
+		return;
+	}
+	/* A lost supervisor cannot be restarted in place, stopping or not. */
+	if (late && !lost)
 		return; /* this generation is already being stopped */
 
 	label(g, lbl, sizeof(lbl));
@@ -144,16 +295,24 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 			 "procmgr: rank %d on %s %s in generation %u; giving up after %d "
 			 "restart%s (%s)", m->rank, node, how, m->gen, g->restarts,
 			 g->restarts == 1 ? "" : "s", lbl);
-	give_up(g, hung || lost ? 1 : pm_status_exit_code(m->status), m->rank, m->node, text);
+	give_up(g, hung || lost ? 1 : pm_status_exit_code(m->status),
+		lost ? printer(g, m->rank) : m->rank, m->node, text);
 }
 
-void pm_gen_root_lost(struct pm_gen *g, int node)
+void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 {
-	char text[512];
+	char text[1024], esc[512];
 
-	snprintf(text, sizeof(text), "procmgr: lost node %s (its procmgrd or slurmstepd "
-		 "went away); ending the step", pm_gen_node_name(g, node));
-	give_up(g, 1, -1, node, text);
+	if (pm_gen_terminal(g))
+		return;
+	if (!why)
+		why = "its procmgrd or slurmstepd went away";
+	pm_json_escape(why, esc, sizeof(esc));
+	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
+	      pm_gen_node_name(g, node), esc);
+	snprintf(text, sizeof(text), "procmgr: lost node %s (%.700s); ending the step",
+		 pm_gen_node_name(g, node), why);
+	give_up(g, 1, printer(g, -1), node, text);
 }
 
 void pm_gen_root_done(struct pm_gen *g)
@@ -175,6 +334,8 @@ void pm_gen_root_done(struct pm_gen *g)
 
 void pm_gen_root_stopped(struct pm_gen *g)
 {
+	if (g->hang.pending && !hang_decide(g))
+		return;
 	event(g, "stopped", "\"gen\":%u,\"stop_ms\":%llu,\"delay_ms\":%u", g->gen,
 	      (unsigned long long)(now(g) - g->stop_t0), g->delay_ms);
 	g->phase = PM_PHASE_DELAY;

@@ -90,6 +90,13 @@ void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
 
 /* ---- what every node does on the root's word ---- */
 
+static void arm_stop(struct pm_gen *g, int stage, unsigned ms)
+{
+	g->stop_stage = ms ? stage : 0;
+	if (g->cf.ops->arm_stop && (ms || stage == 0))
+		g->cf.ops->arm_stop(g->cf.ctx, ms);
+}
+
 void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 {
 	struct pm_msg m;
@@ -104,6 +111,9 @@ void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 	g->stop_t0 = g->cf.ops->now_ms(g->cf.ctx);
 	g->stopped_children = 0;
 	g->stopped_sent = false;
+	for (i = 0; i < g->nchildren; i++)
+		g->child_stopped[i] = false;
+	arm_stop(g, 1, g->cf.stop_bound_ms);
 	pm_msg_init(&m, PM_MSG_STOP);
 	m.gen = gen;
 	g->cf.ops->send_down(g->cf.ctx, &m);
@@ -125,6 +135,7 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 		return;
 	g->gen = gen;
 	g->phase = PM_PHASE_RUNNING;
+	arm_stop(g, 0, 0);
 	g->done_children = 0;
 	g->done_sent = false;
 	pm_msg_init(&m, PM_MSG_START);
@@ -147,6 +158,7 @@ void pm_gen_end(struct pm_gen *g, const struct pm_msg *m)
 	if (pm_gen_terminal(g))
 		return;
 	g->phase = m->type == PM_MSG_FINISH ? PM_PHASE_FINISHED : PM_PHASE_ABORTED;
+	arm_stop(g, 0, 0);
 	g->end_msg = *m;
 	g->cf.ops->send_down(g->cf.ctx, m);
 	send_ranks(g, m);
@@ -374,6 +386,14 @@ int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m)
 	r = &g->ranks[lrank];
 	switch (m->type) {
 	case PM_MSG_RANK_EXIT:
+		if (m->count & PM_FLAG_CANCEL) {
+			char why[128];
+			const char *sig = m->status > 0 ? sigabbrev_np(m->status) : NULL;
+			snprintf(why, sizeof(why), "rank %d got SIG%s from Slurm", r->grank,
+				 sig ? sig : "TERM");
+			pm_gen_cancel(g, why);
+			return 0;
+		}
 		rank_exit(g, lrank, m);
 		break;
 	case PM_MSG_RANK_STOPPED:
@@ -408,6 +428,8 @@ void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why)
 		m.rank = r->grank;
 		m.node = g->cf.node;
 		m.count = PM_FLAG_LOST;
+		if (why)
+			pm_msg_set_text(&m, why);
 		pm_gen_fail(g, &m);
 	}
 	pm_gen_progress(g);
@@ -433,23 +455,25 @@ void pm_gen_child_joined(struct pm_gen *g, int node)
 	g->cf.ops->send_child(g->cf.ctx, node, &m);
 }
 
-/* A node's procmgrd is gone: the root ends the step, others pass it up. */
-static void lost(struct pm_gen *g, int node)
+/* A node is lost (its procmgrd gone or silent, its ranks not stopping):
+ * the root ends the step, others pass it up with why. */
+static void lost(struct pm_gen *g, int node, const char *why)
 {
 	struct pm_msg m;
 
 	if (!pm_gen_is_root(g)) {
 		pm_msg_init(&m, PM_MSG_LOST);
 		m.node = node;
+		if (why)
+			pm_msg_set_text(&m, why);
 		g->cf.ops->send_up(g->cf.ctx, &m);
 		return;
 	}
-	pm_gen_root_lost(g, node);
+	pm_gen_root_lost(g, node, why);
 }
 
 int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 {
-	(void)node;
 	switch (m->type) {
 	case PM_MSG_FAIL:
 		pm_gen_fail(g, m);
@@ -463,12 +487,16 @@ int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 			g->done_children += (int)m->count;
 		break;
 	case PM_MSG_STOPPED:
-		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING)
+		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING) {
+			int idx = node - g->child_first;
 			g->stopped_children += (int)m->count;
+			if (idx >= 0 && idx < g->nchildren)
+				g->child_stopped[idx] = true;
+		}
 		break;
 	case PM_MSG_LOST:
 		if (!pm_gen_terminal(g))
-			lost(g, m->node);
+			lost(g, m->node, m->text_len ? m->text : NULL);
 		break;
 	default:
 		return -1;
@@ -483,7 +511,7 @@ void pm_gen_child_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	pm_gen_log(g, "lost child node %s%s%s", pm_gen_node_name(g, node), why ? ": " : "",
 		   why ? why : "");
-	lost(g, node);
+	lost(g, node, why);
 	pm_gen_progress(g);
 }
 
@@ -507,6 +535,68 @@ int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m)
 	return 0;
 }
 
+void pm_gen_cancel(struct pm_gen *g, const char *why)
+{
+	struct pm_msg m;
+
+	if (pm_gen_terminal(g))
+		return;
+	pm_gen_log(g, "cancelled: %s", why);
+	pm_msg_init(&m, PM_MSG_FAIL);
+	m.gen = g->gen;
+	m.node = g->cf.node;
+	m.count = PM_FLAG_CANCEL;
+	pm_msg_set_text(&m, why);
+	pm_gen_fail(g, &m);
+	pm_gen_progress(g);
+}
+
+static unsigned levels_below(const struct pm_gen *g)
+{
+	int d = pm_tree_depth(g->cf.node, g->cf.fanout);
+	int h = pm_tree_depth(g->cf.nnodes - 1, g->cf.fanout);
+
+	return h > d ? (unsigned)(h - d) : 0;
+}
+
+/* The stop took too long. First this node's own ranks: a supervisor that
+ * has not ended its command within the bound makes the node lost. Then
+ * the children that have not reported their subtree stopped. */
+void pm_gen_stop_timer(struct pm_gen *g)
+{
+	char why[256];
+	int i;
+
+	if (g->phase != PM_PHASE_STOPPING || !g->stop_stage)
+		return;
+	if (g->stop_stage == 1) {
+		for (i = 0; i < g->cf.ntasks_local; i++)
+			if (g->ranks[i].stop_pending) {
+				snprintf(why, sizeof(why), "rank %d did not stop within %.1f s",
+					 g->ranks[i].grank, g->cf.stop_bound_ms / 1000.0);
+				pm_gen_log(g, "%s", why);
+				lost(g, g->cf.node, why);
+				pm_gen_progress(g);
+				return;
+			}
+		if (g->cf.stop_margin_ms && levels_below(g)) {
+			arm_stop(g, 2, g->cf.stop_margin_ms * levels_below(g));
+			return;
+		}
+	}
+	for (i = 0; i < g->nchildren && !pm_gen_terminal(g); i++)
+		if (!g->child_stopped[i]) {
+			int node = g->child_first + i;
+			snprintf(why, sizeof(why), "its ranks did not report stopped within %.1f s "
+				 "of the stop", (g->cf.stop_bound_ms +
+						 g->cf.stop_margin_ms * levels_below(g)) / 1000.0);
+			pm_gen_log(g, "child node %s: %s", pm_gen_node_name(g, node), why);
+			lost(g, node, why);
+		}
+	g->stop_stage = 0;
+	pm_gen_progress(g);
+}
+
 void pm_gen_timer(struct pm_gen *g)
 {
 	if (g->phase == PM_PHASE_DELAY)
@@ -525,6 +615,12 @@ int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
 	if (!g->ranks)
 		return -1;
 	g->nchildren = pm_tree_children(cf->node, cf->fanout, cf->nnodes, &g->child_first);
+	g->child_stopped = calloc((size_t)(g->nchildren ? g->nchildren : 1),
+				  sizeof(*g->child_stopped));
+	if (!g->child_stopped) {
+		free(g->ranks);
+		return -1;
+	}
 	g->subtree = pm_tree_subtree_size(cf->node, cf->fanout, cf->nnodes);
 	g->phase = PM_PHASE_STARTING;
 	pm_msg_init(&g->end_msg, PM_MSG_ABORT);
@@ -534,5 +630,7 @@ int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
 void pm_gen_free(struct pm_gen *g)
 {
 	free(g->ranks);
+	free(g->child_stopped);
 	g->ranks = NULL;
+	g->child_stopped = NULL;
 }

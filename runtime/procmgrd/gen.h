@@ -42,8 +42,10 @@ struct pm_gen_ops {
 	void (*send_down)(void *ctx, const struct pm_msg *m); /* every child */
 	void (*send_child)(void *ctx, int node, const struct pm_msg *m);
 	void (*send_rank)(void *ctx, int lrank, const struct pm_msg *m);
-	/* One timer: the root's delay before the next generation. */
+	/* The root's delay before the next generation. */
 	void (*arm_timer)(void *ctx, unsigned ms);
+	/* The stop deadline (0 disarms; may be NULL: no deadline). */
+	void (*arm_stop)(void *ctx, unsigned ms);
 	/* This node's checks between generations, off the caller's stack:
 	 * 1 when there are none, 0 when started (pm_gen_checks_done follows),
 	 * -1 when they cannot run (why is set). */
@@ -60,6 +62,11 @@ struct pm_gen_config {
 	const char *const *names; /* node names, by node id */
 	struct pm_policy policy;
 	bool verbose;             /* the root's decisions on rank 0's stderr */
+	/* A stop never waits for ever: this node's ranks (and checks) must
+	 * have stopped within stop_bound_ms of the STOP, its children's
+	 * subtrees within stop_margin_ms more per level below; else the node
+	 * or the child is lost. 0: no deadline. */
+	unsigned stop_bound_ms, stop_margin_ms;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -72,6 +79,8 @@ struct pm_gen_rank {
 
 enum pm_checks_state { PM_CHECKS_NONE, PM_CHECKS_RUNNING, PM_CHECKS_DONE };
 
+#define PM_HANG_LIST 16 /* hung followers named in the restart line */
+
 struct pm_gen {
 	struct pm_gen_config cf;
 	int child_first, nchildren, subtree;
@@ -82,11 +91,21 @@ struct pm_gen {
 	int ready_children, done_children, stopped_children;
 	bool local_ready, ready_sent, done_sent, stopped_sent;
 	enum pm_checks_state checks; /* between this generation and the next */
+	bool *child_stopped;         /* by child index, in this STOPPING */
+	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
 	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
 	/* root only */
 	int restarts;
 	unsigned delay_ms;           /* of the restart decided */
 	uint64_t stop_t0, fail_t0;
+	/* A hang stops every rank first; the decision waits for STOPPED, by
+	 * when every hung rank has said so and the oldest heartbeat is known. */
+	struct pm_hang {
+		bool pending;
+		int rank, node, followers;
+		uint64_t beat, next_beat; /* oldest, second oldest (epoch ms) */
+		int follower[PM_HANG_LIST];
+	} hang;
 };
 
 int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf);
@@ -113,6 +132,10 @@ int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m);
 
 /* The root's delay timer fired. */
 void pm_gen_timer(struct pm_gen *g);
+/* The stop deadline (ops->arm_stop) passed. */
+void pm_gen_stop_timer(struct pm_gen *g);
+/* Slurm is ending the step here (SIGTERM): the root says "cancelled". */
+void pm_gen_cancel(struct pm_gen *g, const char *why);
 /* End the step from here: the parent is gone, slurmstepd is gone, ... */
 void pm_gen_abort_local(struct pm_gen *g, const char *why);
 

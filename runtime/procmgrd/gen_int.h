@@ -21,7 +21,7 @@ void pm_gen_fail_health(struct pm_gen *g, const char *why);
 /* The root: each called once per occasion by gen.c. */
 void pm_gen_root_launch(struct pm_gen *g);
 void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m);
-void pm_gen_root_lost(struct pm_gen *g, int node);
+void pm_gen_root_lost(struct pm_gen *g, int node, const char *why);
 void pm_gen_root_done(struct pm_gen *g);
 void pm_gen_root_stopped(struct pm_gen *g);
 void pm_gen_root_next(struct pm_gen *g);

@@ -2,6 +2,8 @@
  * job's user. Supervises this node's ranks and joins the step's control
  * tree. Everything is an event on one epoll loop. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -35,8 +37,8 @@ struct daemon {
 	int ready_fd;
 	pid_t watch_pid;
 	struct pm_watch unix_w, tcp_w, sig_w, pid_w, connect_w, retry_w;
-	struct sockaddr_storage parent_addr;
-	socklen_t parent_addrlen;
+	struct sockaddr_storage parent_addr, self_addr;
+	socklen_t parent_addrlen, self_addrlen;
 	unsigned retry_ms;
 	uint64_t connect_deadline;
 };
@@ -74,6 +76,16 @@ static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 
 /* ---- listening sockets ---- */
 
+/* Unacknowledged data fails the connection after the peer timeout, as
+ * the heartbeat would: a dropped node is not left to TCP's minutes. */
+static void user_timeout(struct daemon *d, int fd)
+{
+	unsigned ms = d->step.peer_timeout_ms;
+
+	if (ms && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)))
+		pm_log(&d->step, "TCP_USER_TIMEOUT: %m");
+}
+
 /* Both listeners: rank supervisors on the unix socket, children on the
  * tree port. */
 static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -83,10 +95,12 @@ static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)l;
 	(void)ev;
 	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		if (w == &d->unix_w)
+		if (w == &d->unix_w) {
 			pm_step_rank_conn(&d->step, fd);
-		else
+		} else {
+			user_timeout(d, fd);
 			pm_step_tree_conn(&d->step, fd);
+		}
 	}
 }
 
@@ -192,6 +206,11 @@ static void try_connect(struct daemon *d)
 		connect_failed(d, errno);
 		return;
 	}
+	user_timeout(d, fd);
+	/* From this node's own address, as its name says: the link is then
+	 * this node's to the parent's, whatever the routing table prefers. */
+	if (d->self_addrlen && bind(fd, (struct sockaddr *)&d->self_addr, d->self_addrlen))
+		pm_log(&d->step, "cannot bind to %s's address: %m", d->step.names[d->step.node]);
 	if (connect(fd, (struct sockaddr *)&d->parent_addr, d->parent_addrlen) == 0 ||
 	    errno == EINPROGRESS) {
 		d->connect_w = (struct pm_watch){ .fd = fd, .fn = on_connected, .arg = d };
@@ -208,15 +227,12 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct daemon *d = w->arg;
 	struct signalfd_siginfo si;
+	(void)l;
 	(void)ev;
-
 	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (!pm_gen_terminal(&d->step.gen)) {
+		if (!pm_gen_terminal(&d->step.gen))
 			pm_log(&d->step, "stopped by signal %u", si.ssi_signo);
-			pm_loop_stop(l);
-		} else {
-			pm_step_terminate(&d->step);
-		}
+		pm_step_terminate(&d->step);
 	}
 }
 
@@ -311,6 +327,8 @@ int main(int argc, char **argv)
 	snprintf(d.rundir, sizeof(d.rundir), "%s", a.rundir);
 	events = a.events;
 	s->munge_socket = a.munge_socket;
+	s->health_timeout_ms = a.health_timeout_ms;
+	s->peer_timeout_ms = a.peer_timeout_ms;
 	opts = a.opts;
 	report = a.health_report;
 	health_timeout = a.health_timeout_ms;
@@ -360,7 +378,8 @@ int main(int argc, char **argv)
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
 		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
-			    sizeof(err)))
+			    sizeof(err)) ||
+		    resolve(s->names[s->node], 0, &d.self_addr, &d.self_addrlen, err, sizeof(err)))
 			goto out_clean;
 		d.retry_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_retry, .arg = &d };
 		if (d.retry_w.fd < 0 || pm_loop_add(&d.loop, &d.retry_w, EPOLLIN)) {

@@ -2,8 +2,32 @@
  * their HELLO, then their frames, fed to the state machine. */
 #include "step.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "io/sys.h"
+
+/* The command must never outlive its supervisor: it has PR_SET_PDEATHSIG,
+ * and here its whole process group goes too. A supervisor that stopped
+ * answering is killed as well, through its pidfd (never a reused pid). */
+void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor)
+{
+	if (lrank < 0 || lrank >= s->ntasks_local)
+		return;
+	if (s->cmd_pgid[lrank] > 0) {
+		if (kill(-s->cmd_pgid[lrank], SIGKILL) == 0)
+			pm_log(s, "killed the command of local rank %d (process group %d)", lrank,
+			       (int)s->cmd_pgid[lrank]);
+		s->cmd_pgid[lrank] = 0;
+	}
+	if (supervisor && s->sup_pidfd[lrank] >= 0 &&
+	    syscall(SYS_pidfd_send_signal, s->sup_pidfd[lrank], SIGKILL, NULL, 0) == 0)
+		pm_log(s, "killed the silent supervisor of local rank %d", lrank);
+}
 
 static void rank_closed(struct pm_conn *c, const char *why)
 {
@@ -11,6 +35,12 @@ static void rank_closed(struct pm_conn *c, const char *why)
 
 	if (c->id >= 0 && s->ranks[c->id] == c) {
 		s->ranks[c->id] = NULL;
+		/* Its end in an ended step is orderly; any other leaves its
+		 * command without a supervisor. */
+		if (!pm_gen_terminal(&s->gen) || why)
+			pm_step_rank_kill(s, c->id, false);
+		if (!why)
+			why = "it exited or was killed";
 		pm_gen_rank_gone(&s->gen, c->id, why);
 	} else if (why) {
 		pm_log(s, "rank connection closed: %s", why);
@@ -24,6 +54,12 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 	struct pm_step *s = c->w.arg;
 
 	if (c->id >= 0) {
+		if (m->type == PM_MSG_RANK_RUN) {
+			s->cmd_pgid[c->id] = m->status > 1 ? (pid_t)m->status : 0;
+			return;
+		}
+		if (m->type == PM_MSG_RANK_EXIT || m->type == PM_MSG_RANK_STOPPED)
+			s->cmd_pgid[c->id] = 0;
 		if (pm_gen_rank_msg(&s->gen, c->id, m))
 			pm_conn_drop(c, "unexpected message from a rank");
 		return;
@@ -36,6 +72,13 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 	}
 	c->id = m->node;
 	s->ranks[c->id] = c;
+	{
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		if (s->sup_pidfd[c->id] < 0 &&
+		    getsockopt(c->w.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			s->sup_pidfd[c->id] = pm_pidfd_open(cred.pid);
+	}
 	if (pm_gen_rank_hello(&s->gen, c->id, m->rank)) {
 		s->ranks[c->id] = NULL;
 		c->id = -1;

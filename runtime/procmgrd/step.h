@@ -25,12 +25,15 @@ struct pm_step {
 	uid_t uid;
 	struct pm_opts opts;
 	const char *munge_socket;
+	unsigned health_timeout_ms;
 	struct pm_guard *guard;
 	struct pm_events events; /* root only */
 	/* the machine */
 	struct pm_gen gen;
 	/* rank links, by local rank; NULL until its HELLO */
 	struct pm_conn **ranks;
+	pid_t *cmd_pgid;  /* by local rank: its command's group, 0 when none runs */
+	int *sup_pidfd;   /* by local rank: its supervisor, -1 unknown */
 	/* tree links */
 	struct pm_conn *parent;
 	bool parent_ok;
@@ -40,7 +43,11 @@ struct pm_step {
 	struct pm_conn **children; /* by child index, NULL until authenticated */
 	bool *seen;                /* by child index: joined once, so told the end */
 	int nseen;
-	struct pm_watch delay_w;
+	struct pm_watch delay_w, stop_w;
+	/* Liveness: every link pinged each third of peer_timeout_ms, and lost
+	 * when silent for all of it. One timer for all links. */
+	unsigned peer_timeout_ms;
+	struct pm_watch live_w;
 	/* After the end, until every child was told it (or PM_LINGER_MS). */
 	struct pm_watch linger_w;
 	bool lingering;
@@ -66,8 +73,12 @@ void pm_step_abort_local(struct pm_step *s, const char *why);
  * the loop is stopped. Ended but with children still to come, it lingers
  * (at most PM_LINGER_MS) and says false. */
 bool pm_step_over(struct pm_step *s);
-/* SIGTERM from the plugin: stop now, or linger for late children. */
+/* SIGTERM from the plugin: stop now, or linger for late children. Before
+ * the end, it is Slurm cancelling the step: said as such up the tree. */
 void pm_step_terminate(struct pm_step *s);
+/* rank_link.c: what a lost supervisor ran dies with it; a silent one is
+ * killed too (it may be stopped, and would hold the Slurm step). */
+void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor);
 /* tree_link.c: a child joined. */
 void pm_step_child_seen(struct pm_step *s, int idx);
 /* Log line of procmgrd (its own log file), prefixed with the node. */

@@ -11,6 +11,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "common/text.h"
+
 void pm_log(struct pm_step *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -85,6 +87,14 @@ static void arm_timer(void *ctx, unsigned ms)
 		pm_log(s, "cannot arm the restart delay: %s", strerror(errno));
 }
 
+static void arm_stop(void *ctx, unsigned ms)
+{
+	struct pm_step *s = ctx;
+
+	if (pm_timer_set(s->stop_w.fd, ms, 0))
+		pm_log(s, "cannot arm the stop deadline: %s", strerror(errno));
+}
+
 static int run_checks(void *ctx, char *why, size_t len)
 {
 	struct pm_step *s = ctx;
@@ -129,6 +139,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.send_child = send_child,
 	.send_rank = send_rank,
 	.arm_timer = arm_timer,
+	.arm_stop = arm_stop,
 	.run_checks = run_checks,
 	.event = event,
 	.log = log_line,
@@ -143,6 +154,61 @@ static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 
 	pm_timer_ack(w->fd);
 	pm_gen_timer(&s->gen);
+}
+
+static void stop_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_gen_stop_timer(&s->gen);
+	pm_step_over(s);
+}
+
+/* Every link hears from us each period, and must have said something
+ * within peer_timeout_ms: a stopped procmgrd or supervisor, or a node
+ * whose packets are dropped, is found here, not by the kernel's TCP
+ * timers (minutes). */
+static void live_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	uint64_t now = pm_now_ms();
+	unsigned t = s->peer_timeout_ms;
+	static char why[96];
+	char secs[32];
+	int i;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_fmt_seconds(t, secs, sizeof(secs));
+	snprintf(why, sizeof(why), "no heartbeat for %s s", secs);
+	if (s->parent && s->parent_ok) {
+		if (pm_conn_silent(s->parent, now, t))
+			pm_conn_fail(s->parent, why);
+		else
+			pm_conn_ping(s->parent);
+	}
+	for (i = 0; i < s->nchildren; i++) {
+		if (!s->children[i])
+			continue;
+		if (pm_conn_silent(s->children[i], now, t))
+			pm_conn_fail(s->children[i], why);
+		else
+			pm_conn_ping(s->children[i]);
+	}
+	for (i = 0; i < s->ntasks_local; i++) {
+		if (!s->ranks[i])
+			continue;
+		if (pm_conn_silent(s->ranks[i], now, t)) {
+			pm_step_rank_kill(s, i, true);
+			pm_conn_fail(s->ranks[i], why);
+		} else {
+			pm_conn_ping(s->ranks[i]);
+		}
+	}
 }
 
 static void checks_done(void *arg, const char *why)
@@ -207,7 +273,15 @@ bool pm_step_over(struct pm_step *s)
 
 void pm_step_terminate(struct pm_step *s)
 {
-	if (pm_gen_terminal(&s->gen) && s->nseen < s->nchildren)
+	if (!pm_gen_terminal(&s->gen)) {
+		/* Slurm ends the step before procmgr did: scancel, a time limit.
+		 * Said up the tree, so that nobody reports a lost node. */
+		pm_gen_cancel(&s->gen, "procmgrd got SIGTERM from slurmstepd");
+		pm_gen_abort_local(&s->gen, "procmgr: the step is being cancelled");
+		pm_loop_stop(s->loop);
+		return;
+	}
+	if (s->nseen < s->nchildren)
 		linger(s);
 	else
 		pm_loop_stop(s->loop);
@@ -221,8 +295,14 @@ int pm_step_init(struct pm_step *s)
 		.names = (const char *const *)s->names, .verbose = s->opts.verbose,
 		.ops = &pm_step_ops, .ctx = s,
 	};
+	int i;
 
-	s->delay_w.fd = s->linger_w.fd = -1;
+	/* The supervisors' grace, their checks between generations, and a
+	 * margin for the messages; then a margin per level for the tree. */
+	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
+			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
+	cf.stop_margin_ms = 1000;
+	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);
 	if (pm_gen_init(&s->gen, &cf))
 		return -1;
@@ -231,8 +311,12 @@ int pm_step_init(struct pm_step *s)
 	s->ranks = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*s->ranks));
 	s->children = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->children));
 	s->seen = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->seen));
-	if (!s->ranks || !s->children || !s->seen)
+	s->cmd_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
+	s->sup_pidfd = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(int));
+	if (!s->ranks || !s->children || !s->seen || !s->cmd_pgid || !s->sup_pidfd)
 		return -1;
+	for (i = 0; i < s->ntasks_local; i++)
+		s->sup_pidfd[i] = -1;
 	if (s->guard) {
 		s->guard->on_fail = health_failed;
 		s->guard->on_checked = checks_done;
@@ -244,6 +328,16 @@ int pm_step_init(struct pm_step *s)
 	s->linger_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = linger_expired, .arg = s };
 	if (s->linger_w.fd < 0 || pm_loop_add(s->loop, &s->linger_w, EPOLLIN))
 		return -1;
+	s->stop_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = stop_expired, .arg = s };
+	if (s->stop_w.fd < 0 || pm_loop_add(s->loop, &s->stop_w, EPOLLIN))
+		return -1;
+	if (s->peer_timeout_ms) {
+		unsigned period = s->peer_timeout_ms / 3;
+		s->live_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = live_tick, .arg = s };
+		if (s->live_w.fd < 0 || pm_loop_add(s->loop, &s->live_w, EPOLLIN) ||
+		    pm_timer_set(s->live_w.fd, period, period))
+			return -1;
+	}
 	return 0;
 }
 
@@ -263,6 +357,15 @@ void pm_step_free(struct pm_step *s)
 		close(s->delay_w.fd);
 	if (s->linger_w.fd >= 0)
 		close(s->linger_w.fd);
+	if (s->stop_w.fd >= 0)
+		close(s->stop_w.fd);
+	if (s->live_w.fd >= 0)
+		close(s->live_w.fd);
+	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
+		if (s->sup_pidfd[i] >= 0)
+			close(s->sup_pidfd[i]);
+	free(s->cmd_pgid);
+	free(s->sup_pidfd);
 	pm_events_close(&s->events);
 	pm_gen_free(&s->gen);
 	free(s->ranks);

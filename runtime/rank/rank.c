@@ -34,7 +34,8 @@ struct rank {
 	char **argv;
 	int grank, lrank;
 	const char *node;
-	unsigned grace_ms, hang_ms;
+	unsigned grace_ms, hang_ms, hang_first_ms;
+	unsigned peer_timeout_ms; /* procmgrd silent this long: it is gone */
 	const char *heartbeat;
 	const char *error_file; /* TORCHELASTIC_ERROR_FILE */
 	/* the current generation */
@@ -42,12 +43,13 @@ struct rank {
 	uint32_t gen;
 	bool stopping;   /* we are stopping it: its end is not a failure */
 	bool hung, beat;
+	uint64_t beat_wall_ms; /* last heartbeat, or the start (epoch ms) */
 	bool noexec;     /* exec failed: it would fail the same way again */
 	int last_status;
 	/* how to end */
 	bool exiting;
 	int exit_code;
-	struct pm_watch sig_w, grace_w, hang_w, ino_w;
+	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w;
 	sigset_t orig_mask;
 };
 
@@ -62,15 +64,28 @@ static void msg(struct rank *r, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static void send_simple(struct rank *r, enum pm_msg_type t, int status, unsigned flags)
+static void send_text(struct rank *r, enum pm_msg_type t, int status, unsigned flags,
+		      const char *text)
 {
 	struct pm_msg m;
 	pm_msg_init(&m, t);
 	m.gen = r->gen;
 	m.status = status;
 	m.count = flags;
+	if (text)
+		pm_msg_set_text(&m, text);
 	if (r->c)
 		pm_conn_send(r->c, &m);
+}
+
+static void send_simple(struct rank *r, enum pm_msg_type t, int status, unsigned flags)
+{
+	send_text(r, t, status, flags, NULL);
+}
+
+static uint64_t wall_ms(void)
+{
+	return (uint64_t)(pm_wall_s() * 1000.0);
 }
 
 /* Descendants that left the process group come back to us (we are their
@@ -109,17 +124,18 @@ static void start_child(struct rank *r, uint32_t gen)
 	char count[16];
 	int ep[2], e;
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	r->gen = gen;
 	r->stopping = false;
 	r->hung = false;
 	r->beat = false;
+	r->beat_wall_ms = wall_ms();
 	if (r->heartbeat)
-		unlink(r->heartbeat); /* judged only after its first heartbeat */
+		unlink(r->heartbeat); /* judged after its first heartbeat, or FIRST */
+	pm_timer_set(r->hang_w.fd, r->heartbeat ? r->hang_first_ms : 0, 0);
 	if (r->error_file)
 		unlink(r->error_file); /* an error is the generation's own */
-	pm_timer_set(r->hang_w.fd, 0, 0);
 	snprintf(count, sizeof(count), "%u", gen);
 	r->noexec = false;
 	/* Closed by a successful exec; an errno comes back through it if exec
@@ -138,6 +154,10 @@ static void start_child(struct rank *r, uint32_t gen)
 		return;
 	}
 	if (pid == 0) {
+		/* Never outlive the supervisor (procmgrd kills the group too). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(137);
 		setpgid(0, 0);
 		sigprocmask(SIG_SETMASK, &r->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
@@ -153,6 +173,7 @@ static void start_child(struct rank *r, uint32_t gen)
 	}
 	setpgid(pid, pid); /* both sides: no race with the first kill */
 	r->child = pid;
+	send_simple(r, PM_MSG_RANK_RUN, pid, 0);
 	close(ep[1]);
 	while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
 		;
@@ -197,11 +218,18 @@ static void on_hang(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)l;
 	(void)ev;
 	pm_timer_ack(w->fd);
-	if (r->child <= 0 || r->stopping || !r->beat)
+	if (r->child <= 0 || r->stopping || (!r->beat && !r->hang_first_ms))
 		return;
 	r->hung = true;
-	pm_fmt_seconds(r->hang_ms, secs, sizeof(secs));
-	msg(r, "procmgr: rank %d on %s hung: no heartbeat for %s s", r->grank, r->node, secs);
+	if (r->beat) {
+		pm_fmt_seconds(r->hang_ms, secs, sizeof(secs));
+		msg(r, "procmgr: rank %d on %s hung: no heartbeat for %s s", r->grank, r->node,
+		    secs);
+	} else {
+		pm_fmt_seconds(r->hang_first_ms, secs, sizeof(secs));
+		msg(r, "procmgr: rank %d on %s hung: no first heartbeat within %s s of its start",
+		    r->grank, r->node, secs);
+	}
 	stop_child(r);
 }
 
@@ -220,6 +248,7 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 			struct inotify_event *ie = (struct inotify_event *)p;
 			if (ie->len && !strcmp(ie->name, base) && r->child > 0 && !r->stopping) {
 				r->beat = true;
+				r->beat_wall_ms = wall_ms();
 				pm_timer_set(r->hang_w.fd, r->hang_ms, 0);
 			}
 			p += sizeof(*ie) + ie->len;
@@ -239,8 +268,11 @@ static void reaped(struct rank *r, int status)
 		pm_loop_stop(&r->loop);
 		return;
 	}
-	if (r->hung)
-		send_simple(r, PM_MSG_RANK_EXIT, status, PM_FLAG_HUNG);
+	if (r->hung) {
+		char beat[32];
+		snprintf(beat, sizeof(beat), "%llu", (unsigned long long)r->beat_wall_ms);
+		send_text(r, PM_MSG_RANK_EXIT, status, PM_FLAG_HUNG, beat);
+	}
 	else if (stopped)
 		send_simple(r, PM_MSG_RANK_STOPPED, status, 0);
 	else
@@ -267,7 +299,10 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				reaped(r, status);
 			}
 		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-			/* scancel, or Slurm ending the step: pass it on, then go. */
+			/* scancel, or Slurm ending the step: pass it on, say so (the
+			 * root ends the step as cancelled, not as a failure), go. */
+			if (!r->exiting)
+				send_simple(r, PM_MSG_RANK_EXIT, (int)si.ssi_signo, PM_FLAG_CANCEL);
 			if (r->child > 0)
 				kill(-r->child, (int)si.ssi_signo);
 			finish(r, 128 + (int)si.ssi_signo);
@@ -324,6 +359,29 @@ static void on_close(struct pm_conn *c, const char *why)
 	}
 }
 
+/* procmgrd and we watch each other: each says something every third of
+ * the peer timeout, and a procmgrd silent for all of it (stopped, or its
+ * node's runtime wedged) ends our command and us. */
+static void on_live(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct rank *r = w->arg;
+	char secs[32];
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (!r->c || r->exiting)
+		return;
+	if (!pm_conn_silent(r->c, pm_now_ms(), r->peer_timeout_ms)) {
+		pm_conn_ping(r->c);
+		return;
+	}
+	pm_fmt_seconds(r->peer_timeout_ms, secs, sizeof(secs));
+	msg(r, "procmgr: rank %d on %s: its node's procmgrd stopped answering (no heartbeat "
+	    "for %s s); ending", r->grank, r->node, secs);
+	finish(r, 1);
+}
+
 static int env_uint(const char *name, unsigned *out)
 {
 	const char *v = getenv(name);
@@ -342,6 +400,7 @@ static int read_opts(struct rank *r, char *err, size_t errlen)
 		return -1;
 	r->grace_ms = o.grace_ms;
 	r->hang_ms = o.hang_timeout_ms;
+	r->hang_first_ms = o.hang_first_ms;
 	return 0;
 }
 
@@ -369,6 +428,12 @@ static int setup(struct rank *r, char *err, size_t errlen)
 		return -1;
 	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
 	r->error_file = getenv(PM_ENV_TE_ERROR_FILE);
+	r->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
+	if (getenv(PM_ENV_PEER_TIMEOUT) &&
+	    env_uint(PM_ENV_PEER_TIMEOUT, &r->peer_timeout_ms)) {
+		snprintf(err, errlen, PM_ENV_PEER_TIMEOUT " is not a number of milliseconds");
+		return -1;
+	}
 
 	/* Our own mask from slurmstepd is what the command should get, less
 	 * what slurmstepd blocks for itself. */
@@ -396,6 +461,13 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	    pm_loop_add(&r->loop, &r->grace_w, EPOLLIN) ||
 	    pm_loop_add(&r->loop, &r->hang_w, EPOLLIN))
 		goto sys;
+	if (r->peer_timeout_ms) {
+		unsigned period = r->peer_timeout_ms / 3;
+		r->live_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_live, .arg = r };
+		if (r->live_w.fd < 0 || pm_loop_add(&r->loop, &r->live_w, EPOLLIN) ||
+		    pm_timer_set(r->live_w.fd, period, period))
+			goto sys;
+	}
 	if (r->heartbeat) {
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", r->heartbeat);

@@ -17,7 +17,8 @@ setup() {
 
 # Everything procmgr started is gone once a step has ended: slurmstepd
 # stops procmgrd after srun returns, so wait for that, with a deadline.
-teardown() {
+teardown() { pm_teardown; }
+pm_teardown() {
 	# A failed test may leave its job running: it must not hold the nodes
 	# for the next test (what it left is still checked below).
 	scancel --quiet -u root 2>/dev/null || true

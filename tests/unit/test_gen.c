@@ -14,7 +14,7 @@
 
 #include "procmgrd/gen.h"
 
-enum act { A_UP, A_DOWN, A_CHILD, A_RANK, A_TIMER, A_CHECKS, A_EVENT, A_LOG };
+enum act { A_UP, A_DOWN, A_CHILD, A_RANK, A_TIMER, A_CHECKS, A_EVENT, A_LOG, A_STOPTIMER };
 
 struct rec {
 	enum act kind;
@@ -51,6 +51,7 @@ static void rec_down(void *ctx, const struct pm_msg *m) { add(ctx, A_DOWN, -1)->
 static void rec_child(void *ctx, int node, const struct pm_msg *m) { add(ctx, A_CHILD, node)->m = *m; }
 static void rec_rank(void *ctx, int lrank, const struct pm_msg *m) { add(ctx, A_RANK, lrank)->m = *m; }
 static void rec_timer(void *ctx, unsigned ms) { add(ctx, A_TIMER, (int)ms); }
+static void rec_stop(void *ctx, unsigned ms) { add(ctx, A_STOPTIMER, (int)ms); }
 
 static int rec_checks(void *ctx, char *why, size_t len)
 {
@@ -78,7 +79,8 @@ static uint64_t rec_now(void *ctx) { return ((struct world *)ctx)->now; }
 
 static const struct pm_gen_ops ops = {
 	.send_up = rec_up, .send_down = rec_down, .send_child = rec_child,
-	.send_rank = rec_rank, .arm_timer = rec_timer, .run_checks = rec_checks,
+	.send_rank = rec_rank, .arm_timer = rec_timer, .arm_stop = rec_stop,
+	.run_checks = rec_checks,
 	.event = rec_event, .log = rec_log, .now_ms = rec_now,
 };
 
@@ -848,6 +850,202 @@ static void test_cannot_run(void **state)
 	done(w);
 }
 
+/* ---- liveness and hangs ---- */
+
+static void rank_hung(struct world *w, int lrank, uint32_t gen, const char *beat)
+{
+	struct pm_msg m;
+	msg(&m, PM_MSG_RANK_EXIT, gen, 15, PM_FLAG_HUNG);
+	pm_msg_set_text(&m, beat);
+	assert_int_equal(pm_gen_rank_msg(&w->g, lrank, &m), 0);
+}
+
+/* Several ranks judged hung: every rank is stopped first, and the one
+ * whose last heartbeat is oldest is named, the others as following it,
+ * whatever order their news came in. */
+static void test_hang_blames_oldest(void **state)
+{
+	struct world *w = node(0, 1, 32, 4, 4, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	const char *e;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	rank_hung(w, 2, 0, "1700000002500");
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0); /* not decided yet */
+	rank_hung(w, 0, 0, "1700000001000");
+	rank_hung(w, 3, 0, "1700000002800");
+	rank_stopped(w, 1, 0);
+	assert_int_equal(w->g.gen, 1);
+	e = event(w, "hang");
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"rank\":0,\"node\":\"n0\",\"followers\":[2,3],"
+				  "\"nfollowers\":2,\"lead_ms\":1500"));
+	assert_non_null(strstr(event(w, "rank_failed"), "\"last_heartbeat_ms\":1700000002800"));
+	{
+		int i, n = 0;
+		for (i = 0; i < w->n; i++)
+			if (w->r[i].kind == A_RANK && w->r[i].m.type == PM_MSG_PRINT &&
+			    strstr(w->r[i].m.text, "hung")) {
+				assert_string_equal(w->r[i].m.text,
+						    "procmgr: generation 0: rank 0 on n0 hung first "
+						    "(its last heartbeat 1.5 s before any other's); "
+						    "ranks 2, 3 followed; restarting all 4 ranks "
+						    "(restart 1 of 3)");
+				n++;
+			}
+		assert_int_equal(n, 1);
+	}
+	(void)r;
+	done(w);
+}
+
+/* Without restarts left, a hang still stops every rank cleanly before
+ * the end, and the end names the rank that hung first. */
+static void test_hang_gives_up_after_stop(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_NEVER, 0, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	rank_hung(w, 1, 0, "2000");
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	rank_stopped(w, 0, 0);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 1);
+	assert_string_equal(r->m.text, "procmgr: generation 0: rank 1 on n0 hung; not restarting "
+			    "(restart=never)");
+	done(w);
+}
+
+/* A supervisor that does not end its command within the bound makes its
+ * node lost, said up with why; the deadline is disarmed once running. */
+static void test_stop_deadline_own_rank(void **state)
+{
+	struct world *w = node(1, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->g.cf.stop_bound_ms = 3000;
+	w->g.cf.stop_margin_ms = 1000;
+	launch(w, 1);
+	parent(w, PM_MSG_START, 0);
+	clear(w);
+	pm_gen_stop_timer(&w->g); /* not stopping: nothing */
+	assert_int_equal(w->n, 0);
+	parent(w, PM_MSG_STOP, 0);
+	r = last(w, A_STOPTIMER, 0);
+	assert_non_null(r);
+	assert_int_equal(r->target, 3000);
+	clear(w);
+	pm_gen_stop_timer(&w->g);
+	r = last(w, A_UP, PM_MSG_LOST);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 1);
+	assert_string_equal(r->m.text, "rank 1 did not stop within 3.0 s");
+	/* Once it did stop and the next generation runs, no deadline. */
+	rank_stopped(w, 0, 0);
+	clear(w);
+	parent(w, PM_MSG_START, 1);
+	r = last(w, A_STOPTIMER, 0);
+	assert_non_null(r);
+	assert_int_equal(r->target, 0);
+	done(w);
+}
+
+/* The root's own ranks stopped, one child's subtree never reported: after
+ * a margin per level below, that child is lost and the step ends. */
+static void test_stop_deadline_child(void **state)
+{
+	struct world *w = node(0, 3, 2, 3, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->g.cf.stop_bound_ms = 3000;
+	w->g.cf.stop_margin_ms = 1000;
+	launch(w, 0);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	child(w, 2, PM_MSG_READY, 0, 1);
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	child(w, 1, PM_MSG_STOPPED, 0, 1);
+	clear(w);
+	pm_gen_stop_timer(&w->g);
+	r = last(w, A_STOPTIMER, 0);
+	assert_non_null(r);
+	assert_int_equal(r->target, 1000);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	pm_gen_stop_timer(&w->g);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	assert_non_null(strstr(event(w, "node_lost"), "\"node\":\"n2\""));
+	r = last(w, A_DOWN, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_string_equal(r->m.text, "procmgr: lost node n2 (its ranks did not report stopped "
+			    "within 4.0 s of the stop); ending the step");
+	done(w);
+}
+
+/* Slurm's SIGTERM to a supervisor (scancel, a time limit) ends the step
+ * as cancelled, never restarted, from any phase. */
+static void test_cancel(void **state)
+{
+	struct world *root = node(0, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	struct world *leaf = node(1, 2, 2, 2, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(leaf, 1);
+	parent(leaf, PM_MSG_START, 0);
+	clear(leaf);
+	rank_exit(leaf, 0, 0, 15, PM_FLAG_CANCEL);
+	r = last(leaf, A_UP, PM_MSG_FAIL);
+	assert_non_null(r);
+	assert_true(r->m.count & PM_FLAG_CANCEL);
+	assert_string_equal(r->m.text, "rank 1 got SIGTERM from Slurm");
+
+	launch(root, 0);
+	child(root, 1, PM_MSG_READY, 0, 1);
+	rank_exit(root, 0, 0, EXIT(1), 0); /* stopping for a restart */
+	clear(root);
+	assert_int_equal(pm_gen_child_msg(&root->g, 1, &r->m), 0);
+	assert_int_equal(root->g.phase, PM_PHASE_ABORTED);
+	assert_non_null(event(root, "cancelled"));
+	r = last(root, A_DOWN, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 143);
+	assert_string_equal(r->m.text, "procmgr: the step was cancelled (rank 1 got SIGTERM from "
+			    "Slurm on n1); not restarting");
+	done(root);
+	done(leaf);
+}
+
+/* A supervisor lost while the ranks stop cannot be restarted in place:
+ * the end, said by a rank still there. */
+static void test_lost_supervisor_while_stopping(void **state)
+{
+	struct world *w = node(0, 1, 32, 3, 3, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	rank_exit(w, 2, 0, EXIT(1), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_STOPPING);
+	pm_gen_rank_gone(&w->g, 0, "no heartbeat for 5 s");
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 1); /* rank 0 is gone: the lowest other says it */
+	assert_non_null(strstr(r->m.text, "rank 0 on n0 lost its supervisor (no heartbeat for "
+					  "5 s) in generation 0; not restarting"));
+	done(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -877,6 +1075,12 @@ int main(void)
 		cmocka_unit_test(test_stale_and_unexpected),
 		cmocka_unit_test(test_abort_local),
 		cmocka_unit_test(test_cannot_run),
+		cmocka_unit_test(test_hang_blames_oldest),
+		cmocka_unit_test(test_hang_gives_up_after_stop),
+		cmocka_unit_test(test_stop_deadline_own_rank),
+		cmocka_unit_test(test_stop_deadline_child),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_lost_supervisor_while_stopping),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

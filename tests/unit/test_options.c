@@ -263,8 +263,12 @@ static void secs_bad(const char *name, const char *allowed, const char *const *e
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(bad_seconds) / sizeof(bad_seconds[0]); i++)
+	for (i = 0; i < sizeof(bad_seconds) / sizeof(bad_seconds[0]); i++) {
+		/* SECONDS,FIRST is hang-timeout's own form (test_hang_first). */
+		if (!strcmp(name, "hang-timeout") && strchr(bad_seconds[i], ','))
+			continue;
 		opt_bad(name, bad_seconds[i], allowed);
+	}
 	for (i = 0; i < nextra; i++)
 		opt_bad(name, extra[i], allowed);
 	opt_bad(name, NULL, allowed);
@@ -332,8 +336,40 @@ static void test_hang_timeout(void **state)
 	(void)state;
 
 	secs_ok("hang-timeout", PM_SET_HANG, ok, sizeof(ok) / sizeof(ok[0]));
-	secs_bad("hang-timeout", "0 (off) or a duration from 0.1 s to 7 days: " PM_DURATION_FORMS, bad,
+	secs_bad("hang-timeout", "0 (off) or a duration from 0.1 s to 7 days", bad,
 		 sizeof(bad) / sizeof(bad[0]));
+}
+
+/* --procmgr-hang-timeout=S,FIRST: FIRST bounds the wait for the first
+ * heartbeat; it travels in the options' text form and back. */
+static void test_hang_first(void **state)
+{
+	static const char *const bad[] = { "0,5", "5,", ",5", "5,0", "5,0.05", "5,60,7",
+					   "5,abc", "5,604801" };
+	struct pm_opts o, back;
+	char buf[1024];
+	size_t i;
+	(void)state;
+
+	pm_opts_init(&o);
+	opt_ok(&o, "hang-timeout", "5,60");
+	assert_int_equal(o.hang_timeout_ms, 5000);
+	assert_int_equal(o.hang_first_ms, 60000);
+	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+	contains(buf, "hang-timeout=5,60");
+	pm_opts_init(&back);
+	assert_int_equal(pm_opts_parse_str(&back, buf, "test", err, sizeof(err)), 0);
+	assert_int_equal(back.hang_timeout_ms, 5000);
+	assert_int_equal(back.hang_first_ms, 60000);
+	/* Both in any duration form. */
+	opt_ok(&o, "hang-timeout", "5m,1:30");
+	assert_int_equal(o.hang_timeout_ms, 300000);
+	assert_int_equal(o.hang_first_ms, 90000);
+	/* Without FIRST a rank that never beats is not judged, as before. */
+	opt_ok(&o, "hang-timeout", "2.5");
+	assert_int_equal(o.hang_first_ms, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		opt_bad("hang-timeout", bad[i], ",FIRST: a duration from 0.1 s to 7 days");
 }
 
 static void test_parse_uint(void **state)
@@ -1049,6 +1085,28 @@ static void test_site_bad(void **state)
 	free(listlong);
 }
 
+/* peer_timeout: how long a silent link is tolerated; 0 turns liveness off. */
+static void test_site_peer_timeout(void **state)
+{
+	static const char *const bad[] = { "peer_timeout=0.5", "peer_timeout=3601",
+					   "peer_timeout=-1", "peer_timeout=", "peer_timeout=x" };
+	struct pm_site s;
+	size_t i;
+	(void)state;
+
+	pm_site_init(&s);
+	assert_int_equal(s.peer_timeout_ms, PM_DEFAULT_PEER_TIMEOUT_MS);
+	assert_int_equal(site(&s, "peer_timeout=2", NULL, NULL), 0);
+	assert_int_equal(s.peer_timeout_ms, 2000);
+	assert_int_equal(site(&s, "peer_timeout=0", NULL, NULL), 0);
+	assert_int_equal(s.peer_timeout_ms, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(site(&s, bad[i], NULL, NULL), -1);
+		contains(err, "'peer_timeout'");
+		contains(err, "0 (off) or a duration from 1 to 3600 s");
+	}
+}
+
 static void test_site_unknown(void **state)
 {
 	struct pm_site s;
@@ -1061,7 +1119,8 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, health, health_timeout, drain, ports, fanout, state_dir, topology");
+		 "default_grace, health, health_timeout, peer_timeout, drain, ports, fanout, "
+		 "state_dir, topology");
 
 	/* Keys are case-sensitive and exact. */
 	assert_int_equal(site(&s, "Drain=yes", NULL, NULL), -1);
@@ -1431,6 +1490,8 @@ int main(void)
 		cmocka_unit_test(test_grace),
 		cmocka_unit_test(test_health_interval),
 		cmocka_unit_test(test_hang_timeout),
+		cmocka_unit_test(test_hang_first),
+		cmocka_unit_test(test_site_peer_timeout),
 		cmocka_unit_test(test_parse_uint),
 		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_bind_bad),
