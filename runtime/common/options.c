@@ -10,9 +10,8 @@
 #include "duration.h"
 #include "text.h"
 
-
-/* srun --help prints each line once: the forms of a duration, short. A
- * bare number is seconds, not Slurm's minutes. */
+/* srun --help has no common legend: each duration option ends with the
+ * forms, short. A bare number is seconds, not Slurm's minutes. */
 #define PM_TIME_HELP "; TIME: seconds, 90s, 5m, 2h, 1d, M:S, H:M:S or D-H[:M[:S]]"
 
 const struct pm_optdesc pm_optdescs[] = {
