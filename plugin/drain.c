@@ -120,8 +120,10 @@ static int recheck(const char *item, char *reason, size_t len)
 		goto out;
 	}
 	rc = pm_health_run(h, &check, 1, &res) == 0 ? 0 : 1;
+	/* sinfo -R shows what comes first: the check by a short name, then
+	 * what is wrong; the whole item is in slurmd's log. */
 	if (rc)
-		pm_report_format(reason, len, res.check, res.reason);
+		snprintf(reason, len, "%s: %s", pm_check_short(item), res.reason);
 out:
 	if (h)
 		pm_health_close(h);

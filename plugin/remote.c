@@ -16,15 +16,20 @@
 
 static struct pm_node node_s;
 static bool active; /* procmgr supervises this step on this node */
+/* The first error was said where srun shows it (user_init, whose error
+ * output srun has): the tasks need not say it again. */
+static bool error_told;
 
 /* A remote hook that fails only makes srun say "task launch failed" and
- * the job COMPLETED: keep the first error for task_init, where srun shows
- * it and the step fails, and log it in slurmd's log now. Returns 0, what
- * the hook returns. */
-static int defer_error(const char *err)
+ * the job COMPLETED: keep the first error for task_init, where the step
+ * fails, and log it in slurmd's log now; told_srun: srun shows it too.
+ * Returns 0, what the hook returns. */
+static int defer_error(const char *err, bool told_srun)
 {
-	if (!pm_g.error[0])
+	if (!pm_g.error[0]) {
 		snprintf(pm_g.error, sizeof(pm_g.error), "%s", err);
+		error_told = told_srun;
+	}
 	pm_err("%s", err);
 	return 0;
 }
@@ -53,14 +58,14 @@ int pm_remote_post_opt(spank_t sp)
 	pm_opts_init(&step);
 	if (pm_opts_parse_str(&step, buf, PM_ENV_STEP_REQ, err, sizeof(err)) ||
 	    pm_opts_resolve(&pm_g.resolved, &pm_g.site, NULL, &step, err, sizeof(err)))
-		defer_error(err);
+		defer_error(err, false);
 	active = pm_g.resolved.enabled || pm_g.error[0];
 	if (!active || pm_g.error[0])
 		return 0;
 	/* As root, while we still are. */
 	if (pm_node_prepare(sp, &node_s, err, sizeof(err)) ||
 	    pm_spawn_dirs(&node_s, err, sizeof(err)))
-		return defer_error(err);
+		return defer_error(err, false);
 	return 0;
 }
 
@@ -71,9 +76,9 @@ int pm_remote_user_init(spank_t sp)
 	if (!active || pm_g.error[0])
 		return 0;
 	if (pm_spawn_start(sp, &node_s, err, sizeof(err)))
-		return defer_error(err);
+		return defer_error(err, true);
 	if (pm_g.resolved.bind && pm_taskenv_plan(sp, &node_s, err, sizeof(err)))
-		return defer_error(err);
+		return defer_error(err, true);
 	return 0;
 }
 
@@ -102,7 +107,11 @@ int pm_remote_task_init(spank_t sp)
 	if (!active)
 		return 0;
 	if (pm_g.error[0]) {
-		pm_err("%s", pm_g.error);
+		/* Each task runs this in its own process and Slurm already says
+		 * for each that it failed: the reason once per node is enough. */
+		if (!error_told &&
+		    (spank_get_item(sp, S_TASK_ID, &lrank) != ESPANK_SUCCESS || lrank == 0))
+			pm_err("%s", pm_g.error);
 		return -1;
 	}
 	if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||

@@ -247,6 +247,33 @@ fail:
 	return -1;
 }
 
+/* procmgrd's log is its stderr, opened before exec, so it exists from the
+ * start; one that stayed empty is only clutter in the user's job directory.
+ * Created lazily it would need procmgrd (and every check script that
+ * inherits its stderr) to open it on first write. We are root in a
+ * directory the user owns: never follow a link, remove only an empty
+ * regular file of the user's. Whatever the user puts there in a race is in
+ * their own directory, which they may empty themselves. */
+static void remove_empty_log(const struct pm_node *n)
+{
+	char log[PATH_MAX];
+	const char *base;
+	struct stat st;
+	int dfd;
+
+	if (pm_path_log(log, sizeof(log), pm_g.site.state_dir, n->job, n->step, n->nodeid))
+		return;
+	base = strrchr(log, '/') + 1;
+	dfd = open(n->jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0 && st.st_uid == n->uid && st.st_nlink == 1 &&
+	    unlinkat(dfd, base, 0) && errno != ENOENT)
+		pm_err("cannot remove the empty %s: %m", log);
+	close(dfd);
+}
+
 /* Through the pidfd when there is one: a pid that was reused is never hit. */
 static void signal_procmgrd(struct pm_node *n, int sig)
 {
@@ -284,4 +311,5 @@ void pm_spawn_stop(struct pm_node *n)
 	/* procmgrd removes its run directory; after a SIGKILL we do. */
 	if (pm_rundir_remove(n->rundir))
 		pm_err("cannot remove %s: %m", n->rundir);
+	remove_empty_log(n);
 }

@@ -9,6 +9,7 @@
 
 #include "affinity/bind.h"
 #include "affinity/gpumap.h"
+#include "common/torchenv.h"
 #include "plugin.h"
 
 /* The CPUs Slurm gave the step on this node, as a list ("0-3,8"). */
@@ -89,6 +90,7 @@ static int set(spank_t sp, const char *name, const char *fmt, ...)
 /* torchrun's contract, so that a script written for it runs as is. */
 static int torchrun_env(spank_t sp, const struct pm_node *n, uint32_t rank, int lrank)
 {
+	char path[PATH_MAX];
 	int rc = 0;
 
 	rc |= set(sp, PM_ENV_RANK, "%u", rank);
@@ -106,7 +108,20 @@ static int torchrun_env(spank_t sp, const struct pm_node *n, uint32_t rank, int 
 	rc |= set(sp, PM_ENV_TE_USE_AGENT_STORE, "False");
 	rc |= set(sp, PM_ENV_RESTART_COUNT, "0");
 	rc |= set(sp, PM_ENV_TE_RESTART_COUNT, "0");
+	/* Where torch's @record writes the command's error; in the run
+	 * directory, so it goes with the step. */
+	if (pm_path_error_file(path, sizeof(path), n->rundir, lrank))
+		return -1;
+	rc |= set(sp, PM_ENV_TE_ERROR_FILE, "%s", path);
 	return rc;
+}
+
+static int task_isset(void *ctx, const char *name)
+{
+	char v[8];
+	/* A value too long for v is still set. */
+	spank_err_t e = spank_getenv(ctx, name, v, sizeof(v));
+	return e == ESPANK_SUCCESS || e == ESPANK_NOSPACE;
 }
 
 /* What procmgr-rank reads, and the heartbeat file for the command. */
@@ -168,6 +183,8 @@ int pm_taskenv_set(spank_t sp, const struct pm_node *n, uint32_t rank, int lrank
 
 	if (n->plan && binding(sp, n, rank, lrank, err, errlen))
 		return -1;
+	/* After the binding: its OMP_NUM_THREADS (the rank's cores) wins. */
+	rc |= pm_torchenv_defaults(n->ntasks_local, task_isset, bind_setenv, sp);
 	/* Slurm execs the supervisor in the command's place, after TaskProlog
 	 * and the rest of the task's set-up; it runs the command itself. */
 	rc |= set(sp, PM_ENV_ARGV0, "%s", argv0);

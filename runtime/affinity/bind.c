@@ -174,6 +174,11 @@ int pm_bind_rank_env(const struct pm_bind_plan *p, int local_rank, const struct 
 		if (setv(set_env, ctx, ib ? "NCCL_IB_HCA" : "NCCL_SOCKET_IFNAME", hca.v, msg, msglen) ||
 		    setv(set_env, ctx, "UCX_NET_DEVICES", ucx.v, msg, msglen))
 			return -1;
+		/* torch's gloo backend takes the same interfaces, by their
+		 * plain names (it has no "=" syntax); an IB HCA is no
+		 * interface for it. */
+		if (!ib && setv(set_env, ctx, "GLOO_SOCKET_IFNAME", ucx.v, msg, msglen))
+			return -1;
 	}
 	if (p->what & PM_BIND_CPU) {
 		char buf[32];

@@ -20,6 +20,18 @@ const char *pm_check_name(enum pm_check_kind k)
 	return "?";
 }
 
+const char *pm_check_short(const char *item)
+{
+	static const char pfx[] = "script:";
+	const char *slash;
+
+	if (strncmp(item, pfx, sizeof(pfx) - 1))
+		return item;
+	slash = strrchr(item, '/');
+	/* "script:/dir/" names no file: keep it whole rather than show "". */
+	return slash && slash[1] ? slash + 1 : item;
+}
+
 int pm_parse_size(const char *s, uint64_t *out)
 {
 	char *end;

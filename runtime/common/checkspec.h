@@ -35,6 +35,10 @@ int pm_checks_parse(const char *list, struct pm_check *out, int max,
 /* "10G" -> bytes. */
 int pm_parse_size(const char *s, uint64_t *out);
 const char *pm_check_name(enum pm_check_kind k);
+/* A check item as an admin reads it in sinfo -R, NHC-like: a script by its
+ * file name ("script:/etc/nhc/fans.sh" -> "fans.sh"), any other item as
+ * written. A pointer into item. */
+const char *pm_check_short(const char *item);
 
 /* How long a check script may run, unless the site says otherwise. */
 #define PM_HEALTH_DEFAULT_TIMEOUT_MS 30000u

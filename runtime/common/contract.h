@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
 
 /* ---- environment ----
@@ -37,7 +38,9 @@
 
 /* torchrun's environment, so that a script written for it runs as is:
  * set by the plugin, the restart count again by procmgr-rank, and RANK and
- * LOCAL_RANK read back by procmgr-rank. */
+ * LOCAL_RANK read back by procmgr-rank, which also removes the error file
+ * before each generation. The defaults torchrun gives only when the user
+ * has not set them are in torchenv.h. */
 #define PM_ENV_RANK "RANK"
 #define PM_ENV_LOCAL_RANK "LOCAL_RANK"
 #define PM_ENV_WORLD_SIZE "WORLD_SIZE"
@@ -52,6 +55,8 @@
 #define PM_ENV_TE_MAX_RESTARTS "TORCHELASTIC_MAX_RESTARTS"
 #define PM_ENV_TE_USE_AGENT_STORE "TORCHELASTIC_USE_AGENT_STORE"
 #define PM_ENV_TE_RESTART_COUNT "TORCHELASTIC_RESTART_COUNT"
+#define PM_ENV_TE_ERROR_FILE "TORCHELASTIC_ERROR_FILE" /* pm_path_error_file */
+#define PM_ENV_ROLE_NAME "ROLE_NAME"
 
 /* The rank supervisor is installed next to procmgrd. */
 #define PM_RANK_PROGRAM "procmgr-rank"
@@ -61,6 +66,9 @@
  *   STATE_DIR/JOB/STEP.NODE.run/   procmgrd's run directory, removed at end
  *       sock                       procmgrd's unix socket for its ranks
  *       heartbeat.LRANK            touched by the user's command
+ *       error.LRANK.json           TORCHELASTIC_ERROR_FILE: torch's record
+ *                                  of the command's error, if it writes one;
+ *                                  removed before each generation
  *   STATE_DIR/JOB/STEP.NODE.log    procmgrd's stdout and stderr
  *   STATE_DIR/JOB/STEP.events.jsonl  the step's event log (node 0)
  *   STATE_DIR/JOB/STEP.NODE.unhealthy  a failed check, for the plugin
@@ -78,6 +86,7 @@ int pm_path_report(char *buf, size_t len, const char *state_dir, uint32_t job,
 		   uint32_t step, uint32_t node);
 int pm_path_sock(char *buf, size_t len, const char *rundir);
 int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank);
+int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank);
 
 /* ---- the ready pipe ----
  * procmgrd (or the plugin's child, before it becomes procmgrd) writes one
@@ -113,7 +122,7 @@ int pm_ready_parse(const char *line, struct pm_ready *out);
  * messages. A check item has no white space (checkspec.c), so the first
  * ": " ends it. */
 struct pm_report {
-	char check[1024];
+	char check[PATH_MAX + 32]; /* a script's whole path */
 	char reason[1024];
 };
 

@@ -7,25 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "text.h"
 
-#define MAX_SECONDS 604800u /* a week: anything longer is a typo */
-
+/* srun --help has no common legend: each duration option ends with the
+ * forms, short. A bare number is seconds, not Slurm's minutes. */
+#define PM_TIME_HELP "; TIME: seconds, 90s, 5m, 2h, 1d, M:S, H:M:S or D-H[:M[:S]]"
 
 const struct pm_optdesc pm_optdescs[] = {
 	{ "", NULL, "Supervise this step with procmgr (site defaults)" },
 	{ "restart", "never|on-failure[:N]|always[:N]",
 	  "Restart all ranks together when one fails (implies --procmgr)" },
-	{ "restart-delay", "SECONDS",
-	  "First delay before a restart; later ones double, capped at 60 s" },
-	{ "grace", "SECONDS", "Time between SIGTERM and SIGKILL when stopping ranks" },
+	{ "restart-delay", "TIME",
+	  "First delay before a restart; later ones double, capped at 60 s" PM_TIME_HELP },
+	{ "grace", "TIME",
+	  "Time between SIGTERM and SIGKILL when stopping ranks" PM_TIME_HELP },
 	{ "bind", "none|closest|LIST",
 	  "Bind each rank to its closest gpu,nic,cpu,mem (LIST: a subset; mem-strict for a strict memory policy)" },
 	{ "health", "LIST", "Node health checks: " PM_CHECK_GRAMMAR },
-	{ "health-interval", "SECONDS", "Re-run the health checks this often while running" },
-	{ "hang-timeout", "SECONDS[,FIRST]",
+	{ "health-interval", "TIME",
+	  "Re-run the health checks this often while running" PM_TIME_HELP },
+	{ "hang-timeout", "TIME[,FIRST]",
 	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT); "
-	  "FIRST: also one that has not beaten FIRST seconds after its start" },
+	  "FIRST: also one that has not beaten FIRST after its start" PM_TIME_HELP },
 	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
@@ -51,40 +55,6 @@ int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	if (errno || *end || v < lo || v > hi)
 		return -1;
 	*out = (unsigned)v;
-	return 0;
-}
-
-/* Seconds with up to three decimals: "10", "0.5". No exponent, no sign. */
-int pm_parse_seconds(const char *s, unsigned *ms)
-{
-	unsigned long whole = 0, frac = 0;
-	int fdigits = 0;
-	const char *p = s;
-
-	if (!s || !isdigit((unsigned char)*p))
-		return -1;
-	for (; isdigit((unsigned char)*p); p++) {
-		whole = whole * 10 + (unsigned long)(*p - '0');
-		if (whole > MAX_SECONDS)
-			return -1;
-	}
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -1;
-		for (; isdigit((unsigned char)*p); p++) {
-			if (++fdigits > 3)
-				return -1;
-			frac = frac * 10 + (unsigned long)(*p - '0');
-		}
-		for (; fdigits < 3; fdigits++)
-			frac *= 10;
-	}
-	/* The whole part was checked digit by digit; decimals may not take
-	 * the value past a week either ("604800.5"). */
-	if (*p || whole * 1000 + frac > MAX_SECONDS * 1000ul)
-		return -1;
-	*ms = (unsigned)(whole * 1000 + frac);
 	return 0;
 }
 
@@ -220,11 +190,11 @@ static int parse_hang(const char *v, unsigned *ms, unsigned *first_ms)
 	memcpy(head, v, n);
 	head[n] = '\0';
 	*first_ms = 0;
-	if (pm_parse_seconds(head, ms) || (*ms && *ms < 100) || *ms > 604800000u)
+	if (pm_duration_parse(head, ms) || (*ms && *ms < 100) || *ms > 604800000u)
 		return -1;
 	if (!comma)
 		return 0;
-	if (!*ms || pm_parse_seconds(comma + 1, first_ms) || *first_ms < 100 ||
+	if (!*ms || pm_duration_parse(comma + 1, first_ms) || *first_ms < 100 ||
 	    *first_ms > 604800000u)
 		return -1;
 	return 0;
@@ -248,15 +218,15 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "never, on-failure[:N] or always[:N] (N a whole number of restarts)");
 		o->set |= PM_SET_RESTART;
 	} else if (!strcmp(name, "restart-delay")) {
-		if (pm_parse_seconds(value, &o->restart_delay_ms) ||
+		if (pm_duration_parse(value, &o->restart_delay_ms) ||
 		    o->restart_delay_ms > PM_MAX_DELAY_MS)
 			return bad(err, errlen, name, value,
-				   "seconds from 0 to 60, up to 3 decimals (e.g. 0.5)");
+				   "a duration from 0 to 60 s: " PM_DURATION_FORMS);
 		o->set |= PM_SET_DELAY;
 	} else if (!strcmp(name, "grace")) {
-		if (pm_parse_seconds(value, &o->grace_ms) || o->grace_ms > 3600000)
+		if (pm_duration_parse(value, &o->grace_ms) || o->grace_ms > 3600000)
 			return bad(err, errlen, name, value,
-				   "seconds from 0 to 3600, up to 3 decimals (e.g. 10)");
+				   "a duration from 0 to 3600 s: " PM_DURATION_FORMS);
 		o->set |= PM_SET_GRACE;
 	} else if (!strcmp(name, "bind")) {
 		if (pm_parse_bind(value, &o->bind))
@@ -280,16 +250,17 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		strcpy(o->health, value);
 		o->set |= PM_SET_HEALTH;
 	} else if (!strcmp(name, "health-interval")) {
-		if (pm_parse_seconds(value, &o->health_interval_ms) ||
+		if (pm_duration_parse(value, &o->health_interval_ms) ||
 		    (o->health_interval_ms && o->health_interval_ms < 1000))
 			return bad(err, errlen, name, value,
-				   "0 (off) or seconds from 1 to 604800");
+				   "0 (off) or a duration from 1 s to 7 days: " PM_DURATION_FORMS);
 		o->set |= PM_SET_HEALTH_INTERVAL;
 	} else if (!strcmp(name, "hang-timeout")) {
 		if (parse_hang(value, &o->hang_timeout_ms, &o->hang_first_ms))
 			return bad(err, errlen, name, value,
-				   "0 (off) or seconds from 0.1 to 604800, optionally followed by "
-				   ",FIRST: seconds from 0.1 to 604800 for the first heartbeat");
+				   "0 (off) or a duration from 0.1 s to 7 days, optionally followed by "
+				   ",FIRST: a duration from 0.1 s to 7 days for the first heartbeat; "
+				   "a duration: " PM_DURATION_FORMS);
 		o->set |= PM_SET_HANG;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));

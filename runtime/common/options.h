@@ -118,7 +118,6 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		    char *err, size_t errlen);
 
 /* Value parsers shared with the other modules. */
-int pm_parse_seconds(const char *s, unsigned *ms);
 int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out);
 int pm_parse_bind(const char *s, unsigned *mask);
 int pm_parse_restart(const char *s, enum pm_restart_mode *m, int *max);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "duration.h"
 #include "text.h"
 
 /* Each parser takes the value and returns -1 if it is not allowed. */
@@ -61,7 +62,7 @@ static int parse_health_timeout(struct pm_site *s, const struct site_key *k, con
 	unsigned ms;
 	(void)k;
 
-	if (pm_parse_seconds(v, &ms) || ms < 100 || ms > 3600000)
+	if (pm_duration_parse(v, &ms) || ms < 100 || ms > 3600000)
 		return -1;
 	s->health_timeout_ms = ms;
 	return 0;
@@ -72,7 +73,7 @@ static int parse_peer_timeout(struct pm_site *s, const struct site_key *k, const
 	unsigned ms;
 	(void)k;
 
-	if (pm_parse_seconds(v, &ms) || (ms && ms < 1000) || ms > 3600000)
+	if (pm_duration_parse(v, &ms) || (ms && ms < 1000) || ms > 3600000)
 		return -1;
 	s->peer_timeout_ms = ms;
 	return 0;
@@ -123,10 +124,13 @@ static const struct site_key keys[] = {
 	{ "max_restarts", parse_max_restarts, "a whole number from 0 to 1000000", 0 },
 	{ "default_bind", parse_default,
 	  "none, closest or a list of gpu,nic,cpu,mem,mem-strict", 0 },
-	{ "default_grace", parse_default, "seconds from 0 to 3600", 0 },
+	{ "default_grace", parse_default,
+	  "a duration from 0 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "health", parse_health, PM_CHECK_GRAMMAR, 0 },
-	{ "health_timeout", parse_health_timeout, "seconds from 0.1 to 3600", 0 },
-	{ "peer_timeout", parse_peer_timeout, "0 (off) or seconds from 1 to 3600", 0 },
+	{ "health_timeout", parse_health_timeout,
+	  "a duration from 0.1 to 3600 s: " PM_DURATION_FORMS, 0 },
+	{ "peer_timeout", parse_peer_timeout,
+	  "0 (off) or a duration from 1 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "drain", parse_drain, "yes or no", 0 },
 	{ "ports", parse_ports, "LO-HI, two ports from 1024 to 65535, LO < HI", 0 },
 	{ "fanout", parse_fanout, "a whole number from 2 to 1024", 0 },

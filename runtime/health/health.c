@@ -98,10 +98,9 @@ static void check_label(const struct pm_check *c, char *buf, size_t len)
 		else
 			snprintf(size, sizeof(size), ":%llu%c", v, sfx[s]);
 	}
-	/* A long path is cut: the label names the check, the reason and the
-	 * caller's own copy of the spec carry the rest. */
-	if (snprintf(buf, len, "%s%s%s%s", name, c->arg[0] ? ":" : "", c->arg, size) >= (int)len)
-		buf[len - 2] = '~';
+	/* buf holds any path (PATH_MAX); were it shorter, the label would
+	 * no longer match the site's list and a site check would not drain. */
+	snprintf(buf, len, "%s%s%s%s", name, c->arg[0] ? ":" : "", c->arg, size);
 }
 
 int pm_health_run(struct pm_health *h, const struct pm_check *checks, int n,

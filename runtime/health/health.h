@@ -32,7 +32,9 @@ enum pm_health_status { PM_HEALTH_OK, PM_HEALTH_FAIL, PM_HEALTH_ERROR };
 
 struct pm_health_result {
 	enum pm_health_status status;
-	char check[64];    /* the check as written, e.g. "disk:/tmp" (truncated) */
+	/* The check as written, e.g. "disk:/tmp", whole: the plugin matches it
+	 * against the site's list before it drains. */
+	char check[PATH_MAX + 32];
 	char reason[256];  /* one line, no control characters */
 	unsigned elapsed_ms;
 };

@@ -179,9 +179,10 @@ void pm_health_script(struct pm_health *h, const struct pm_check *c,
 	if (fl.len)
 		pm_hres(r, PM_HEALTH_FAIL, "%s", fl.buf);
 	else if (si.si_code == CLD_EXITED)
-		pm_hres(r, PM_HEALTH_FAIL, "%s exited with status %d and no message",
-			c->arg, si.si_status);
+		/* The check's label names the script: the reason need not. */
+		pm_hres(r, PM_HEALTH_FAIL, "exited with status %d and no message",
+			si.si_status);
 	else
-		pm_hres(r, PM_HEALTH_FAIL, "%s killed by signal %d (%s)", c->arg,
-			si.si_status, strsignal(si.si_status));
+		pm_hres(r, PM_HEALTH_FAIL, "killed by signal %d (%s)", si.si_status,
+			strsignal(si.si_status));
 }

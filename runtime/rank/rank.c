@@ -37,6 +37,7 @@ struct rank {
 	unsigned grace_ms, hang_ms, hang_first_ms;
 	unsigned peer_timeout_ms; /* procmgrd silent this long: it is gone */
 	const char *heartbeat;
+	const char *error_file; /* TORCHELASTIC_ERROR_FILE */
 	/* the current generation */
 	pid_t child;
 	uint32_t gen;
@@ -133,6 +134,8 @@ static void start_child(struct rank *r, uint32_t gen)
 	if (r->heartbeat)
 		unlink(r->heartbeat); /* judged after its first heartbeat, or FIRST */
 	pm_timer_set(r->hang_w.fd, r->heartbeat ? r->hang_first_ms : 0, 0);
+	if (r->error_file)
+		unlink(r->error_file); /* an error is the generation's own */
 	snprintf(count, sizeof(count), "%u", gen);
 	r->noexec = false;
 	/* Closed by a successful exec; an errno comes back through it if exec
@@ -424,6 +427,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	if (read_opts(r, err, errlen))
 		return -1;
 	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
+	r->error_file = getenv(PM_ENV_TE_ERROR_FILE);
 	r->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	if (getenv(PM_ENV_PEER_TIMEOUT) &&
 	    env_uint(PM_ENV_PEER_TIMEOUT, &r->peer_timeout_ms)) {

@@ -88,10 +88,33 @@ step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 	site "drain=yes health=script:$W/check.sh"
 	run step_healthy --procmgr
 	[ "$status" -ne 0 ]
-	wait_until 15 bash -c "scontrol show node pmnode2 | grep -q 'Reason=procmgr: script:$W/check.sh: fan 3 failed on pmnode2'"
+	wait_until 15 bash -c "scontrol show node pmnode2 | grep -q 'Reason=procmgr: check.sh: fan 3 failed on pmnode2 '"
 	scontrol show node pmnode2 | grep -q "State=.*DRAIN"
 	# The other nodes are not drained.
 	! scontrol show node pmnode1 | grep -q DRAIN
+}
+
+@test "a site script with a long path drains with a short reason; the failure is told once per node" {
+	local d="$W/a-rather-long-directory-name-for-site-checks/and-one-more-level-below-it"
+	mkdir -p "$d"
+	cat >"$d/fans.sh" <<-EOS
+	#!/bin/bash
+	[ "\$SLURMD_NODENAME" = pmnode2 ] && { echo "fan 3 failed"; exit 1; }
+	exit 0
+	EOS
+	chmod 0755 "$d/fans.sh"
+	[ "${#d}" -gt 64 ]
+	site "drain=yes health=script:$d/fans.sh"
+	run step_healthy --procmgr
+	echo "$output"
+	[ "$status" -ne 0 ]
+	# The whole path is in the message: the check is the site's.
+	[ "$(grep -c "^slurmstepd-pmnode2: error: procmgr: node pmnode2 failed a health check before launch: script:$d/fans.sh: fan 3 failed" <<<"$output")" -eq 1 ]
+	job=$(last_job)
+	[ "$(grep -c "\[$job.0\] error: procmgr: node pmnode2 failed a health check" \
+		"$PM_TESTBED_DIR/log/slurmd-pmnode2.log")" -eq 1 ]
+	# sinfo -R shows the reason's first 40 characters or so: they say it all.
+	wait_until 15 bash -c "sinfo -R -h -n pmnode2 -o '%E' | grep -qx 'procmgr: fans.sh: fan 3 failed'"
 }
 
 @test "a user's own failing check does not drain the node, even with drain=yes" {

@@ -14,6 +14,18 @@ next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }
 	done
 }
 
+@test "durations in Slurm's forms reach the ranks resolved to seconds; --help says so" {
+	run srun --help
+	[[ "$output" == *"TIME: seconds, 90s, 5m"* ]] || { echo "$output"; return 1; }
+	run srun -N1 -n1 --procmgr-grace=1:30 --procmgr-restart-delay=0.5s \
+		--procmgr-hang-timeout=0-0:10 --procmgr-health-interval=2m \
+		printenv PROCMGR_STEP_OPTIONS
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	for want in restart-delay=0.5 grace=90 health-interval=120 hang-timeout=600; do
+		[[ " $output " == *" $want "* ]] || { echo "no $want in: $output"; return 1; }
+	done
+}
+
 @test "sbatch and salloc list the options too" {
 	run sbatch --help
 	[[ "$output" == *"--procmgr-restart"* ]]
@@ -40,13 +52,15 @@ next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }
 	done <<-'LIST'
 	restart sometimes never, on-failure[:N] or always[:N]
 	restart on-failure:x never, on-failure[:N] or always[:N]
-	restart-delay -1 seconds from 0 to 60
-	restart-delay 61 seconds from 0 to 60
-	grace 1.2345 up to 3 decimals
+	restart-delay -1 a duration from 0 to 60 s
+	restart-delay 61 a duration from 0 to 60 s
+	restart-delay 2m a duration from 0 to 60 s
+	grace 1.2345 a duration from 0 to 3600 s
+	grace 1:60 M:S, H:M:S, D-H, D-H:M, D-H:M:S
 	bind gpu,disk none, closest, or a comma-separated list
 	health gpu,bogus unknown check
-	health-interval 0.5 0 (off) or seconds from 1
-	hang-timeout abc 0 (off) or seconds from 0.1
+	health-interval 0.5 0 (off) or a duration from 1 s
+	hang-timeout abc 0 (off) or a duration from 0.1 s
 	LIST
 	after=$(next_job_id)
 	[ "$before" = "$after" ] || { echo "jobs were created: $before -> $after"; return 1; }

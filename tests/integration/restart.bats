@@ -87,6 +87,8 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	[ "$(stat -c %U "$STATE/$job")" = nobody ]
 	[ "$(stat -c %U "$STATE/$job/0.events.jsonl")" = nobody ]
 	! pgrep -u root procmgrd
+	# A procmgrd with nothing to say leaves no empty log behind.
+	[ -z "$(find "$STATE/$job" -name '*.log' -empty)" ] || { ls -l "$STATE/$job"; return 1; }
 }
 
 @test "restart delay grows and a rank hung without heartbeat is restarted; one that never beats is left alone" {

@@ -617,6 +617,8 @@ static void test_bind_env(void **state)
 	assert_string_equal(env_get(&e, "UCX_NET_DEVICES"), "mlx5_5:1");
 	assert_string_equal(env_get(&e, "OMP_NUM_THREADS"), "14");
 	assert_null(env_get(&e, "NCCL_SOCKET_IFNAME"));
+	/* an IB HCA is no interface for gloo */
+	assert_null(env_get(&e, "GLOO_SOCKET_IFNAME"));
 	/* the user's OMP_NUM_THREADS wins */
 	memset(&e, 0, sizeof(e));
 	e.omp_set = true;
@@ -637,6 +639,18 @@ static void test_bind_env(void **state)
 	assert_non_null(strstr(msg, "8"));
 	pm_bind_plan_free(bp);
 	pm_bind_plan_free(NULL);
+	/* Ethernet: NCCL by exact name, gloo by the plain name, the same NIC */
+	snprintf(path, sizeof(path), "%s/tests/data/4gpu-amd.xml", getenv("top_srcdir") ? getenv("top_srcdir") : ".");
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(pm_bind_plan_node(path, PM_BIND_ALL, 4, NULL, NULL, &bp, err, sizeof(err)), 0);
+	assert_int_equal(pm_bind_rank_env(bp, 3, NULL, set_env, get_env, &e, msg, sizeof(msg)), 0);
+	assert_non_null(env_get(&e, "NCCL_SOCKET_IFNAME"));
+	assert_non_null(env_get(&e, "GLOO_SOCKET_IFNAME"));
+	assert_string_equal(env_get(&e, "NCCL_SOCKET_IFNAME") + 1, env_get(&e, "GLOO_SOCKET_IFNAME"));
+	assert_true(!strcmp(env_get(&e, "GLOO_SOCKET_IFNAME"), "ens0f0") ||
+		    !strcmp(env_get(&e, "GLOO_SOCKET_IFNAME"), "ens1f0"));
+	assert_null(env_get(&e, "NCCL_IB_HCA"));
+	pm_bind_plan_free(bp);
 }
 
 /* Apply a live plan in a child: its affinity only ever narrows. */

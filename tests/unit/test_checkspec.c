@@ -334,6 +334,18 @@ static void test_list_bad(void **state)
 	free(huge);
 }
 
+static void test_short(void **state)
+{
+	(void)state;
+	assert_string_equal(pm_check_short("script:/etc/nhc/fans.sh"), "fans.sh");
+	assert_string_equal(pm_check_short("script:/a/very/long/directory/path/that/is/longer/"
+					   "than/sixty/four/characters/check.sh"), "check.sh");
+	assert_string_equal(pm_check_short("script:/x/"), "script:/x/");
+	assert_string_equal(pm_check_short("disk:/scratch:10G"), "disk:/scratch:10G");
+	assert_string_equal(pm_check_short("gpu:8"), "gpu:8");
+	assert_string_equal(pm_check_short("nic:ib0+ib1"), "nic:ib0+ib1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_max),
 		cmocka_unit_test(test_list_bad),
+		cmocka_unit_test(test_short),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,8 @@ static void test_paths(void **state)
 	assert_string_equal(b, "/s/42/3.7.run/sock");
 	assert_int_equal(pm_path_heartbeat(b, sizeof(b), "/s/42/3.7.run", 5), 0);
 	assert_string_equal(b, "/s/42/3.7.run/heartbeat.5");
+	assert_int_equal(pm_path_error_file(b, sizeof(b), "/s/42/3.7.run", 5), 0);
+	assert_string_equal(b, "/s/42/3.7.run/error.5.json");
 	/* Slurm's ids are 32 bits: the largest still print in full. */
 	assert_int_equal(pm_path_rundir(b, sizeof(b), "/s", 4294967295u, 4294967294u,
 					4294967293u), 0);
@@ -65,6 +67,9 @@ static void test_paths_too_long(void **state)
 	assert_int_equal(pm_path_sock(b, sizeof(b), "/a/long/run/dir"), -1);
 	assert_string_equal(b, "");
 	assert_int_equal(pm_path_heartbeat(b, 0, "/r", 0), -1);
+	/* "/a/long/run/dir/error.0.json" is past 16. */
+	assert_int_equal(pm_path_error_file(b, sizeof(b), "/a/long/run/dir", 0), -1);
+	assert_string_equal(b, "");
 }
 
 /* ---- ready lines ---- */
@@ -182,7 +187,7 @@ static void test_report_round_trip(void **state)
 
 static void test_report_refused(void **state)
 {
-	char buf[16], big[2100];
+	char buf[16], big[PATH_MAX + 1200];
 	struct pm_report r;
 	(void)state;
 
@@ -195,8 +200,19 @@ static void test_report_refused(void **state)
 	assert_int_equal(pm_report_parse("mem\n: on the next line", &r), -1);
 	memset(big, 'c', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	memcpy(big + 1500, ": r", 3);
+	/* A check longer than any path. */
+	memcpy(big + PATH_MAX + 40, ": r", 3);
 	assert_int_equal(pm_report_parse(big, &r), -1);
+	/* A reason past its 1023 characters. */
+	memcpy(big + 10, ": r", 3);
+	assert_int_equal(pm_report_parse(big, &r), -1);
+	/* A script's path well past 64 characters comes back whole. */
+	memset(big, 'd', 300);
+	memcpy(big, "script:/", 8);
+	strcpy(big + 300, ": fan 3 failed\n");
+	assert_int_equal(pm_report_parse(big, &r), 0);
+	assert_int_equal(strlen(r.check), 300);
+	assert_string_equal(r.reason, "fan 3 failed");
 }
 
 /* ---- procmgrd's command line ---- */

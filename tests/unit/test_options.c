@@ -16,6 +16,7 @@
 
 #include "common/options.h"
 #include "common/checkspec.h"
+#include "common/duration.h"
 
 #define FILE_NAME "/etc/slurm/plugstack.conf.d/procmgr.conf"
 
@@ -253,7 +254,7 @@ static void secs_ok(const char *name, unsigned flag, const struct secs *t, size_
 /* Malformed for every seconds option, whatever its range. */
 static const char *const bad_seconds[] = {
 	"", "-1", "+1", "-0", "1.", ".5", "1..5", "1.2.3", "0.0001", "1.2345",
-	"1e3", "1s", "10 ", " 10", "0x10", "abc", "1,5", "99999999999999999999999",
+	"1e3", "1x", "10 ", " 10", "0x10", "abc", "1,5", "99999999999999999999999",
 	"604801", "4294967296",
 };
 
@@ -279,12 +280,13 @@ static void test_restart_delay(void **state)
 		{ "0", 0 }, { "0.0", 0 }, { "0.000", 0 }, { "0.001", 1 }, { "0.5", 500 },
 		{ "0.25", 250 }, { "1.25", 1250 }, { "2", 2000 }, { "059", 59000 },
 		{ "59.999", 59999 }, { "60", 60000 }, { "60.000", 60000 },
+		{ "1m", 60000 }, { "1:00", 60000 }, { "0.5s", 500 }, { "0:59", 59000 },
 	};
-	static const char *const bad[] = { "60.001", "61", "3600" };
+	static const char *const bad[] = { "60.001", "61", "3600", "2m", "1:01", "0-1" };
 	(void)state;
 
 	secs_ok("restart-delay", PM_SET_DELAY, ok, sizeof(ok) / sizeof(ok[0]));
-	secs_bad("restart-delay", "seconds from 0 to 60, up to 3 decimals", bad,
+	secs_bad("restart-delay", "a duration from 0 to 60 s: " PM_DURATION_FORMS, bad,
 		 sizeof(bad) / sizeof(bad[0]));
 	assert_int_equal(PM_MAX_DELAY_MS, 60000);
 }
@@ -294,12 +296,13 @@ static void test_grace(void **state)
 	static const struct secs ok[] = {
 		{ "0", 0 }, { "0.001", 1 }, { "10", 10000 }, { "10.5", 10500 },
 		{ "3599.999", 3599999 }, { "3600", 3600000 }, { "3600.000", 3600000 },
+		{ "1h", 3600000 }, { "30s", 30000 }, { "1:00:00", 3600000 }, { "0-1", 3600000 },
 	};
-	static const char *const bad[] = { "3600.001", "3601", "86400" };
+	static const char *const bad[] = { "3600.001", "3601", "86400", "61m", "1:00:01" };
 	(void)state;
 
 	secs_ok("grace", PM_SET_GRACE, ok, sizeof(ok) / sizeof(ok[0]));
-	secs_bad("grace", "seconds from 0 to 3600, up to 3 decimals", bad,
+	secs_bad("grace", "a duration from 0 to 3600 s: " PM_DURATION_FORMS, bad,
 		 sizeof(bad) / sizeof(bad[0]));
 }
 
@@ -308,15 +311,16 @@ static void test_health_interval(void **state)
 	static const struct secs ok[] = {
 		{ "0", 0 }, { "0.000", 0 }, { "1", 1000 }, { "1.000", 1000 },
 		{ "1.5", 1500 }, { "30", 30000 }, { "604799.999", 604799999 },
-		{ "604800", 604800000 },
+		{ "604800", 604800000 }, { "5m", 300000 }, { "7d", 604800000 },
+		{ "1-12:30", 131400000 },
 	};
 	/* Below a second (but not 0) and above a week are refused. */
 	static const char *const bad[] = { "0.001", "0.5", "0.999", "604800.001",
-		"604800.999" };
+		"604800.999", "0.5s", "8d", "7-0:00:01" };
 	(void)state;
 
 	secs_ok("health-interval", PM_SET_HEALTH_INTERVAL, ok, sizeof(ok) / sizeof(ok[0]));
-	secs_bad("health-interval", "0 (off) or seconds from 1 to 604800", bad,
+	secs_bad("health-interval", "0 (off) or a duration from 1 s to 7 days: " PM_DURATION_FORMS, bad,
 		 sizeof(bad) / sizeof(bad[0]));
 }
 
@@ -325,12 +329,14 @@ static void test_hang_timeout(void **state)
 	static const struct secs ok[] = {
 		{ "0", 0 }, { "0.1", 100 }, { "0.100", 100 }, { "0.101", 101 },
 		{ "2.5", 2500 }, { "600", 600000 }, { "604800", 604800000 },
+		{ "10m", 600000 }, { "0.1s", 100 }, { "2:30", 150000 }, { "1-0:00:00", 86400000 },
 	};
-	static const char *const bad[] = { "0.001", "0.05", "0.099", "604800.5" };
+	static const char *const bad[] = { "0.001", "0.05", "0.099", "604800.5", "0.05s",
+		"1:60" };
 	(void)state;
 
 	secs_ok("hang-timeout", PM_SET_HANG, ok, sizeof(ok) / sizeof(ok[0]));
-	secs_bad("hang-timeout", "0 (off) or seconds from 0.1 to 604800", bad,
+	secs_bad("hang-timeout", "0 (off) or a duration from 0.1 s to 7 days", bad,
 		 sizeof(bad) / sizeof(bad[0]));
 }
 
@@ -355,32 +361,15 @@ static void test_hang_first(void **state)
 	assert_int_equal(pm_opts_parse_str(&back, buf, "test", err, sizeof(err)), 0);
 	assert_int_equal(back.hang_timeout_ms, 5000);
 	assert_int_equal(back.hang_first_ms, 60000);
+	/* Both in any duration form. */
+	opt_ok(&o, "hang-timeout", "5m,1:30");
+	assert_int_equal(o.hang_timeout_ms, 300000);
+	assert_int_equal(o.hang_first_ms, 90000);
 	/* Without FIRST a rank that never beats is not judged, as before. */
 	opt_ok(&o, "hang-timeout", "2.5");
 	assert_int_equal(o.hang_first_ms, 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		opt_bad("hang-timeout", bad[i], ",FIRST: seconds from 0.1 to 604800");
-}
-
-static void test_parse_seconds(void **state)
-{
-	unsigned ms = 12345;
-	(void)state;
-
-	assert_int_equal(pm_parse_seconds("1.5", &ms), 0);
-	assert_int_equal(ms, 1500);
-	/* A refused value leaves the output alone. */
-	ms = 12345;
-	assert_int_equal(pm_parse_seconds("1.5x", &ms), -1);
-	assert_int_equal(ms, 12345);
-	assert_int_equal(pm_parse_seconds(NULL, &ms), -1);
-	/* A week is the most; leading zeros do not count as digits of value. */
-	assert_int_equal(pm_parse_seconds("604800", &ms), 0);
-	assert_int_equal(ms, 604800000u);
-	assert_int_equal(pm_parse_seconds("0000000000000000000001", &ms), 0);
-	assert_int_equal(ms, 1000);
-	assert_int_equal(pm_parse_seconds("604800.001", &ms), -1);
-	assert_int_equal(pm_parse_seconds("604801", &ms), -1);
+		opt_bad("hang-timeout", bad[i], ",FIRST: a duration from 0.1 s to 7 days");
 }
 
 static void test_parse_uint(void **state)
@@ -941,6 +930,8 @@ static void test_site_keys(void **state)
 	assert_int_equal(s.defaults.grace_ms, 0);
 	site_ok(&s, "default_grace=3600");
 	assert_int_equal(s.defaults.grace_ms, 3600000);
+	site_ok(&s, "default_grace=1:30");
+	assert_int_equal(s.defaults.grace_ms, 90000);
 
 	site_ok(&s, "health=gpu:8,mem:1G,nic:ib0");
 	assert_string_equal(s.health, "gpu:8,mem:1G,nic:ib0");
@@ -953,6 +944,8 @@ static void test_site_keys(void **state)
 	assert_int_equal(s.health_timeout_ms, 1500);
 	site_ok(&s, "health_timeout=0.1");
 	assert_int_equal(s.health_timeout_ms, 100);
+	site_ok(&s, "health_timeout=2m");
+	assert_int_equal(s.health_timeout_ms, 120000);
 	site_ok(&s, "drain=no");
 	assert_false(s.drain);
 
@@ -1030,17 +1023,17 @@ static void test_site_bad(void **state)
 		{ "default_bind", "gpux", "none, closest" },
 		{ "default_bind", "gpu,", "none, closest" },
 		{ "default_bind", "gpu,,cpu", "mem-strict" },
-		{ "health_timeout", "", "seconds from 0.1 to 3600" },
-		{ "health_timeout", "0", "seconds from 0.1 to 3600" },
-		{ "health_timeout", "0.099", "seconds from 0.1 to 3600" },
-		{ "health_timeout", "3600.001", "seconds from 0.1 to 3600" },
-		{ "health_timeout", "1m", "seconds from 0.1 to 3600" },
-		{ "default_grace", "", "seconds from 0 to 3600" },
-		{ "default_grace", "3601", "seconds from 0 to 3600" },
-		{ "default_grace", "3600.001", "seconds from 0 to 3600" },
-		{ "default_grace", "1.0001", "seconds from 0 to 3600" },
-		{ "default_grace", "-1", "seconds from 0 to 3600" },
-		{ "default_grace", "10s", "seconds from 0 to 3600" },
+		{ "health_timeout", "", "a duration from 0.1 to 3600 s" },
+		{ "health_timeout", "0", "a duration from 0.1 to 3600 s" },
+		{ "health_timeout", "0.099", "a duration from 0.1 to 3600 s" },
+		{ "health_timeout", "3600.001", "a duration from 0.1 to 3600 s" },
+		{ "health_timeout", "61m", "a duration from 0.1 to 3600 s" },
+		{ "default_grace", "", "a duration from 0 to 3600 s" },
+		{ "default_grace", "3601", "a duration from 0 to 3600 s" },
+		{ "default_grace", "3600.001", "a duration from 0 to 3600 s" },
+		{ "default_grace", "1.0001", "a duration from 0 to 3600 s" },
+		{ "default_grace", "-1", "a duration from 0 to 3600 s" },
+		{ "default_grace", "10x", "a duration from 0 to 3600 s" },
 		{ "health", "gpu:0", PM_CHECK_GRAMMAR },
 		{ "health", "bogus", PM_CHECK_GRAMMAR },
 		{ "health", "gpu,,mem", PM_CHECK_GRAMMAR },
@@ -1110,7 +1103,7 @@ static void test_site_peer_timeout(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(site(&s, bad[i], NULL, NULL), -1);
 		contains(err, "'peer_timeout'");
-		contains(err, "0 (off) or seconds from 1 to 3600");
+		contains(err, "0 (off) or a duration from 1 to 3600 s");
 	}
 }
 
@@ -1499,7 +1492,6 @@ int main(void)
 		cmocka_unit_test(test_hang_timeout),
 		cmocka_unit_test(test_hang_first),
 		cmocka_unit_test(test_site_peer_timeout),
-		cmocka_unit_test(test_parse_seconds),
 		cmocka_unit_test(test_parse_uint),
 		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_bind_bad),

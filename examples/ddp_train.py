@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""A small PyTorch DDP training run under procmgr, written as for torchrun.
+
+One process per rank, started by `srun --procmgr...` (see train.sbatch):
+procmgr gives each rank torchrun's environment (RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...), so
+`init_process_group("env://")` needs nothing else. When any rank fails,
+procmgr stops every rank and starts them all again; this script then
+resumes from its newest checkpoint, and the run ends exactly where an
+uninterrupted one would: same final loss, to the last bit.
+
+- gloo on CPU, NCCL when CUDA is available;
+- a tiny model on synthetic data, every batch a function of (step, rank)
+  alone, so that a resumed run sees the same batches as an unbroken one;
+- rank 0 writes a checkpoint every --ckpt-every steps, atomically (a
+  temporary file, fsync, rename): a rank killed in the middle leaves no
+  half checkpoint behind;
+- a heartbeat for procmgr's hang detector once per step
+  (--procmgr-hang-timeout: the file named by PROCMGR_HEARTBEAT);
+- rank 0 prints "final loss: X" at the end.
+
+For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
+at step S, once: the marker file says it has happened.
+"""
+import argparse
+import datetime
+import glob
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+SEED = 1234
+FEATURES = 8
+
+
+def log(msg):
+    print(f"[rank {os.environ.get('RANK', '?')} gen "
+          f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '?')}] {msg}", flush=True)
+
+
+def model_for(device):
+    torch.manual_seed(SEED)
+    return torch.nn.Sequential(
+        torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)
+    ).to(device=device, dtype=torch.float64)
+
+
+# The target the model learns: fixed, from the seed.
+def true_weights():
+    g = torch.Generator().manual_seed(SEED + 1)
+    return torch.randn(FEATURES, 1, generator=g, dtype=torch.float64)
+
+
+def batch(step, rank, size, device):
+    """The batch of this rank at this step, the same in every run."""
+    g = torch.Generator().manual_seed(SEED + 1_000_003 * (step + 1) + rank)
+    x = torch.randn(size, FEATURES, generator=g, dtype=torch.float64)
+    y = torch.sin(x @ true_weights())
+    return x.to(device), y.to(device)
+
+
+def newest_checkpoint(ckpt_dir):
+    # Only whole ones: a temporary file is not a checkpoint.
+    found = sorted(glob.glob(os.path.join(ckpt_dir, "step-*.pt")))
+    return found[-1] if found else None
+
+
+def save_checkpoint(ckpt_dir, step, model, opt, keep=2):
+    path = os.path.join(ckpt_dir, f"step-{step:08d}.pt")
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        torch.save({"step": step, "model": model.state_dict(),
+                    "opt": opt.state_dict()}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(ckpt_dir, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    for old in sorted(glob.glob(os.path.join(ckpt_dir, "step-*.pt")))[:-keep]:
+        os.unlink(old)
+
+
+def ordered_mean(group, bucket):
+    """DDP's gradient average, summed in rank order on every rank.
+
+    A ring all-reduce sums each element in an order that depends on where
+    it lies in DDP's bucket, and DDP lays its buckets out anew after the
+    first iteration: a run resumed from a checkpoint would differ from an
+    unbroken one in the last bits. Gathering every rank's gradients and
+    adding them in rank order gives the same bits whatever the layout.
+    (World size times the gradients in memory: for small models.)"""
+    group = group if group is not None else dist.group.WORLD
+    world = dist.get_world_size(group)
+    grads = bucket.buffer()
+    parts = [torch.empty_like(grads) for _ in range(world)]
+    fut = dist.all_gather(parts, grads, group=group, async_op=True).get_future()
+
+    def mean(_):
+        acc = parts[0].clone()
+        for p in parts[1:]:
+            acc += p
+        return acc.div_(world)
+    return fut.then(mean)
+
+
+def heartbeat():
+    path = os.environ.get("PROCMGR_HEARTBEAT")
+    if path:
+        with open(path, "a"):
+            pass
+
+
+def maybe_crash(step, rank):
+    marker = os.environ.get("CRASH_MARKER")
+    if (marker and str(rank) == os.environ.get("CRASH_RANK")
+            and str(step) == os.environ.get("CRASH_STEP")
+            and not os.path.exists(marker)):
+        open(marker, "w").close()
+        log(f"crashing at step {step} (CRASH_STEP)")
+        # At once, as a real crash: no clean shutdown of the process group.
+        os._exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--ckpt-dir", required=True)
+    ap.add_argument("--ckpt-every", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=0.05)
+    args = ap.parse_args()
+
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    torch.use_deterministic_algorithms(True)
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+
+    model = model_for(device)
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    start = 0
+    # Before the first collective: no rank can reach the next checkpoint
+    # while another is still choosing which one to load.
+    ckpt = newest_checkpoint(args.ckpt_dir)
+    if ckpt:
+        state = torch.load(ckpt, map_location=device)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+
+    dist.init_process_group("nccl" if cuda else "gloo", init_method="env://",
+                            timeout=datetime.timedelta(seconds=60))
+    world = dist.get_world_size()
+    # Every rank must resume from the same step (a shared directory).
+    s = torch.tensor([start, -start], dtype=torch.int64, device=device)
+    dist.all_reduce(s, op=dist.ReduceOp.MAX)
+    if s[0].item() != start or -s[1].item() != start:
+        log(f"ranks disagree on the checkpoint to resume from ({ckpt})")
+        sys.exit(2)
+    if start:
+        log(f"resumed from step {start} ({os.path.basename(ckpt)})")
+
+    ddp = DDP(model, device_ids=[local_rank] if cuda else None)
+    ddp.register_comm_hook(None, ordered_mean)
+    loss_fn = torch.nn.MSELoss()
+    for step in range(start, args.steps):
+        heartbeat()
+        maybe_crash(step, rank)
+        x, y = batch(step, rank, args.batch, device)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(ddp(x), y)
+        loss.backward()
+        opt.step()
+        done = step + 1
+        if done % args.ckpt_every == 0 and done < args.steps and rank == 0:
+            save_checkpoint(args.ckpt_dir, done, model, opt)
+
+    # The loss of the final model on a held-out batch, the same on every
+    # rank (DDP keeps the replicas equal); averaged to check nothing else.
+    x, y = batch(-1, 10_000, 256, device)
+    with torch.no_grad():
+        final = loss_fn(model(x), y).detach()
+    total = final.clone()
+    dist.all_reduce(total)
+    if rank == 0:
+        if total.item() != final.item() * world:
+            log(f"replicas differ: {total.item() / world!r} vs {final.item()!r}")
+            sys.exit(3)
+        print(f"final loss: {final.item()!r} after {args.steps} steps, "
+              f"{world} ranks, generation "
+              f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
