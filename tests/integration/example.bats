@@ -46,5 +46,6 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
 	grep -q "generation 1$" "$W/crash.out"
 	# Whole checkpoints only, the last two kept.
+	ls -la "$W/ckpt.crash"
 	[ "$(ls "$W/ckpt.crash")" = "$(printf 'step-00000020.pt\nstep-00000030.pt')" ]
 }
