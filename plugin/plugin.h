@@ -54,6 +54,7 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen);
 #define pm_err(...) slurm_error(PM_NAME ": " __VA_ARGS__)
 #define pm_info(...) slurm_info(PM_NAME ": " __VA_ARGS__)
 
+int pm_slurmd_init(int ac, char **av);
 int pm_local_init(spank_t sp);
 int pm_local_post_opt(spank_t sp);
 int pm_remote_post_opt(spank_t sp);

@@ -67,6 +67,10 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	char err[PM_ERRLEN];
 	spank_context_t ctx = spank_context();
 
+	if (ctx == S_CTX_SLURMD) {
+		snprintf(pm_g.plugstack, sizeof(pm_g.plugstack), "%s", pm_plugstack_path());
+		return pm_slurmd_init(ac, av);
+	}
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
 	memset(&pm_g, 0, sizeof(pm_g));

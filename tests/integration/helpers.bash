@@ -3,8 +3,13 @@
 top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 WORKER=$top/tests/integration/worker.sh
 STATE=$PM_TESTBED_DIR/state
-# This build's processes only: another testbed may run beside ours.
-OURS="^$PM_BUILD_DIR/(procmgrd|procmgr-rank)"
+# This build's processes only: another testbed may run beside ours. With
+# PM_RUNTIME (an installed package), procmgr-rank sits beside it.
+RT_DIR=$PM_BUILD_DIR
+[ -z "${PM_RUNTIME:-}" ] || RT_DIR=$(dirname "$PM_RUNTIME")
+OURS="^$RT_DIR/(procmgrd|procmgr-rank)"
+# The procmgr command under test.
+PROCMGR=${PM_CLI:-$top/procmgr}
 
 setup() {
 	W=$(mktemp -d /tmp/pm-it.XXXXXX)

@@ -86,7 +86,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	job=$(last_job)
 	[ "$(stat -c %U "$STATE/$job")" = nobody ]
 	[ "$(stat -c %U "$STATE/$job/0.events.jsonl")" = nobody ]
-	! pgrep -u root procmgrd
+	! pgrep -u root -f "$OURS" # ours only: another testbed may run beside
 	# A procmgrd with nothing to say leaves no empty log behind.
 	[ -z "$(find "$STATE/$job" -name '*.log' -empty)" ] || { ls -l "$STATE/$job"; return 1; }
 }
