@@ -5,11 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pm_auth_payload(char *buf, size_t len, unsigned job, unsigned step)
-{
-	snprintf(buf, len, "procmgr-tree v1 job=%u step=%u", job, step);
-}
-
 static munge_ctx_t ctx_for(const char *socket, char *err, size_t errlen)
 {
 	munge_ctx_t ctx = munge_ctx_create();
@@ -40,6 +35,36 @@ int pm_auth_encode(const char *socket, const char *payload, char **cred,
 		snprintf(err, errlen, "munge_encode: %s", munge_ctx_strerror(ctx));
 	munge_ctx_destroy(ctx);
 	return e == EMUNGE_SUCCESS ? 0 : -1;
+}
+
+int pm_auth_decode(const char *socket, const char *cred, uid_t uid, char *payload,
+		   size_t plen, char *err, size_t errlen)
+{
+	munge_ctx_t ctx = ctx_for(socket, err, errlen);
+	void *buf = NULL;
+	int len = 0, rc = -1;
+	uid_t cuid;
+	gid_t cgid;
+	munge_err_t e;
+
+	if (!ctx)
+		return -1;
+	e = munge_decode(cred, ctx, &buf, &len, &cuid, &cgid);
+	if (e != EMUNGE_SUCCESS)
+		snprintf(err, errlen, "invalid munge credential: %s", munge_ctx_strerror(ctx));
+	else if (cuid != uid)
+		snprintf(err, errlen, "credential of uid %u, not the job's user (uid %u)",
+			 (unsigned)cuid, (unsigned)uid);
+	else if (len < 0 || (size_t)len >= plen || memchr(buf, '\0', (size_t)len))
+		snprintf(err, errlen, "credential carries no procmgr handshake");
+	else {
+		memcpy(payload, buf, (size_t)len);
+		payload[len] = '\0';
+		rc = 0;
+	}
+	free(buf);
+	munge_ctx_destroy(ctx);
+	return rc;
 }
 
 int pm_auth_verify(const char *socket, const char *cred, uid_t uid,

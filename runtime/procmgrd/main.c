@@ -126,22 +126,25 @@ static int listen_unix(struct daemon *d)
 	return pm_loop_add(&d->loop, &d->unix_w, EPOLLIN);
 }
 
-static int listen_tcp(struct daemon *d)
+/* The step's control port on this node's address. Taken by another
+ * process (another user may bind it first): the step fails at once, and
+ * says where. */
+static int listen_tcp(struct daemon *d, char *err, size_t errlen)
 {
 	struct pm_step *s = &d->step;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	char err[256];
 	int fd, one = 1;
 
-	if (resolve(s->names[s->node], d->port, &ss, &len, err, sizeof(err))) {
-		pm_log(s, "%s", err);
+	if (resolve(s->names[s->node], d->port, &ss, &len, err, errlen))
 		return -1;
-	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 1024)) {
-		pm_log(s, "control port %s:%u: %m", s->names[s->node], d->port);
+		int e = errno;
+		snprintf(err, errlen, "cannot listen on the step's control port %s:%u: %s%s",
+			 s->names[s->node], d->port, strerror(e),
+			 e == EADDRINUSE ? " (another process holds it)" : "");
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -371,10 +374,13 @@ int main(int argc, char **argv)
 		snprintf(err, sizeof(err), "run directory path too long: %.400s", d.rundir);
 		goto out_clean;
 	}
-	if (listen_unix(&d) || (s->nchildren && listen_tcp(&d))) {
-		snprintf(err, sizeof(err), "cannot listen (see the procmgrd log)");
+	if (listen_unix(&d)) {
+		snprintf(err, sizeof(err), "cannot listen on %.400s (see the procmgrd log)",
+			 d.sock_path);
 		goto out_clean;
 	}
+	if (s->nchildren && listen_tcp(&d, err, sizeof(err)))
+		goto out_clean;
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
 		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,

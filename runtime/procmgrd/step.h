@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/handshake.h"
 #include "common/options.h"
 #include "gen.h"
 #include "guard.h"
@@ -36,7 +37,8 @@ struct pm_step {
 	int *sup_pidfd;   /* by local rank: its supervisor, -1 unknown */
 	/* tree links */
 	struct pm_conn *parent;
-	bool parent_ok;
+	bool parent_ok;   /* its WELCOME proved it is this step's procmgrd */
+	char nonce[PM_HS_NONCE_HEX + 1]; /* ours, in HELLO: the parent's WELCOME must carry it */
 	struct pm_msg *upq; /* messages for the parent before it accepted us */
 	int upq_len, upq_cap;
 	int child_first, nchildren;

@@ -1,7 +1,9 @@
-/* The control-tree links: children that connect to us (each must prove with
- * a munge credential that it runs as the job's user, for this step, before
- * anything else), and our connection to the parent (messages for it are
- * queued until it accepted us). Frames are fed to the state machine. */
+/* The control-tree links. Both ends prove themselves with a munge
+ * credential of the job's user that names the step, both nodes and the
+ * child's nonce (common/handshake.h): a child's HELLO before anything else,
+ * the parent's WELCOME before the child obeys anything. Messages for the
+ * parent are queued until it proved itself. Frames are fed to the state
+ * machine. */
 #include "step.h"
 
 #include <stdio.h>
@@ -9,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/random.h>
+
+#include "common/handshake.h"
 #include "common/tree.h"
 #include "io/auth.h"
 
@@ -29,16 +34,24 @@ static void child_closed(struct pm_conn *c, const char *why)
 }
 
 /* Who it is first: nothing else is told to an unknown peer. */
-static int child_hello(struct pm_step *s, const struct pm_msg *m, char *err, size_t len)
+static int child_hello(struct pm_step *s, const struct pm_msg *m, struct pm_hs *h, char *err,
+		       size_t len)
 {
-	char payload[128];
+	char payload[PM_HS_MAX];
 	int idx = m->node - s->child_first;
 
 	err[0] = '\0';
-	pm_auth_payload(payload, sizeof(payload), s->job, s->stepid);
-	if (pm_auth_verify(s->munge_socket, m->text, s->uid, payload, err, len)) {
+	if (pm_auth_decode(s->munge_socket, m->text, s->uid, payload, sizeof(payload), err, len)) {
 		if (!err[0])
 			snprintf(err, len, "credential refused");
+	} else if (pm_hs_parse(payload, h) || h->kind != PM_HS_HELLO) {
+		snprintf(err, len, "credential is not a procmgr hello ('%.80s')", payload);
+	} else if (h->job != s->job || h->step != s->stepid) {
+		snprintf(err, len, "credential for another job or step (job %u step %u)", h->job,
+			 h->step);
+	} else if (h->from != m->node || h->to != s->node) {
+		snprintf(err, len, "credential for another link (from node %d to node %d)", h->from,
+			 h->to);
 	} else if (idx < 0 || idx >= s->nchildren) {
 		snprintf(err, len, "node %d is not a child of node %d", m->node, s->node);
 	} else if (s->children[idx]) {
@@ -62,8 +75,9 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		return;
 	}
 	{
-		char err[256];
-		if (child_hello(s, m, err, sizeof(err))) {
+		char err[256], payload[PM_HS_MAX], *cred = NULL;
+		struct pm_hs h;
+		if (child_hello(s, m, &h, err, sizeof(err))) {
 			/* pm_conn_drop keeps the pointer until on_close. */
 			static char why[400];
 			pm_msg_init(&r, PM_MSG_REFUSED);
@@ -73,10 +87,23 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 			pm_conn_drop(c, why);
 			return;
 		}
+		/* Our proof, for this child and its nonce only. */
+		h.kind = PM_HS_WELCOME;
+		h.from = s->node;
+		h.to = m->node;
+		if (pm_hs_format(&h, payload, sizeof(payload)) ||
+		    pm_auth_encode(s->munge_socket, payload, &cred, err, sizeof(err))) {
+			static char why[400];
+			snprintf(why, sizeof(why), "cannot answer node %d: %s", m->node, err);
+			pm_conn_drop(c, why);
+			return;
+		}
+		pm_msg_init(&r, PM_MSG_WELCOME);
+		pm_msg_set_text(&r, cred);
+		free(cred);
 	}
 	c->id = m->node;
 	s->children[m->node - s->child_first] = c;
-	pm_msg_init(&r, PM_MSG_WELCOME);
 	pm_step_send(s, c, &r);
 	pm_gen_child_joined(&s->gen, m->node);
 	pm_step_child_seen(s, m->node - s->child_first);
@@ -109,41 +136,89 @@ static void parent_closed(struct pm_conn *c, const char *why)
 	pm_conn_free(c);
 }
 
+/* Whether the WELCOME's credential is the parent's answer to our HELLO. */
+static int parent_proof(struct pm_step *s, const struct pm_msg *m, char *err, size_t len)
+{
+	struct pm_hs h = { .kind = PM_HS_WELCOME, .job = s->job, .step = s->stepid,
+			   .from = pm_tree_parent(s->node, s->fanout), .to = s->node };
+	char payload[PM_HS_MAX];
+
+	snprintf(h.nonce, sizeof(h.nonce), "%s", s->nonce);
+	err[0] = '\0';
+	if (pm_hs_format(&h, payload, sizeof(payload)))
+		return snprintf(err, len, "no nonce"), -1;
+	if (pm_auth_verify(s->munge_socket, m->text, s->uid, payload, err, len)) {
+		if (!err[0])
+			snprintf(err, len, "credential refused");
+		return -1;
+	}
+	return 0;
+}
+
+/* Until the parent proved itself nothing it says is obeyed, nor shown as
+ * its word: an impostor on its port can at most fail the step. */
+static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
+{
+	char text[PM_WIRE_TEXT_MAX + 256], err[256];
+	const char *parent = pm_gen_node_name(&s->gen, pm_tree_parent(s->node, s->fanout));
+
+	if (m->type == PM_MSG_WELCOME && parent_proof(s, m, err, sizeof(err)) == 0) {
+		int i;
+		s->parent_ok = true;
+		for (i = 0; i < s->upq_len; i++)
+			pm_step_send(s, s->parent, &s->upq[i]);
+		s->upq_len = 0;
+		return;
+	}
+	if (m->type == PM_MSG_WELCOME)
+		snprintf(text, sizeof(text), "procmgr: the control port of node %s did not prove "
+			 "it is this step's procmgrd (%s); ending the step", parent, err);
+	else if (m->type == PM_MSG_REFUSED)
+		snprintf(text, sizeof(text), "procmgr: the control port of node %s refused us "
+			 "(unauthenticated answer: %.200s); ending the step", parent, m->text);
+	else
+		snprintf(text, sizeof(text), "procmgr: the control port of node %s sent %s before "
+			 "proving it is this step's procmgrd; ending the step", parent,
+			 pm_msg_name(m->type));
+	pm_log(s, "%s", text);
+	pm_step_abort_local(s, text);
+}
+
 static void parent_msg(struct pm_conn *c, const struct pm_msg *m)
 {
 	struct pm_step *s = c->w.arg;
-	char text[PM_WIRE_TEXT_MAX + 64];
-	int i;
 
-	switch (m->type) {
-	case PM_MSG_WELCOME:
-		s->parent_ok = true;
-		for (i = 0; i < s->upq_len; i++)
-			pm_step_send(s, c, &s->upq[i]);
-		s->upq_len = 0;
+	if (!s->parent_ok) {
+		parent_unproven(s, m);
 		return;
-	case PM_MSG_REFUSED:
-		snprintf(text, sizeof(text), "procmgr: the parent node refused us: %s", m->text);
-		pm_step_abort_local(s, text);
-		return;
-	default:
-		if (pm_gen_parent_msg(&s->gen, m))
-			pm_conn_drop(c, "unexpected message from the parent");
 	}
+	if (pm_gen_parent_msg(&s->gen, m))
+		pm_conn_drop(c, "unexpected message from the parent");
 }
 
 int pm_step_parent_up(struct pm_step *s, int fd)
 {
 	struct pm_msg m;
-	char payload[128], err[256], *cred = NULL;
+	struct pm_hs h = { .kind = PM_HS_HELLO, .job = s->job, .step = s->stepid,
+			   .from = s->node, .to = pm_tree_parent(s->node, s->fanout) };
+	char payload[PM_HS_MAX], err[256], *cred = NULL;
+	unsigned char rnd[16];
 
 	s->parent = pm_conn_new(s->loop, fd, parent_msg, parent_closed, s);
 	if (!s->parent) {
 		close(fd);
 		return -1;
 	}
-	pm_auth_payload(payload, sizeof(payload), s->job, s->stepid);
-	if (pm_auth_encode(s->munge_socket, payload, &cred, err, sizeof(err))) {
+	/* A fresh nonce per connection: a WELCOME recorded on another link,
+	 * or earlier on this one, does not answer this HELLO. */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		pm_step_abort_local(s, "procmgr: getrandom failed; ending the step");
+		return -1;
+	}
+	pm_hs_nonce_hex(rnd, s->nonce);
+	snprintf(h.nonce, sizeof(h.nonce), "%s", s->nonce);
+	if (pm_hs_format(&h, payload, sizeof(payload)) ||
+	    pm_auth_encode(s->munge_socket, payload, &cred, err, sizeof(err))) {
 		pm_step_abort_local(s, err);
 		return -1;
 	}
