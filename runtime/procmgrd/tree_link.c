@@ -182,6 +182,8 @@ static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 			 pm_msg_name(m->type));
 	pm_log(s, "%s", text);
 	pm_step_abort_local(s, text);
+	/* Nothing more from it: closed after this frame. */
+	pm_conn_drop(s->parent, "the parent did not prove itself");
 }
 
 static void parent_msg(struct pm_conn *c, const struct pm_msg *m)

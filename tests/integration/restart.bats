@@ -175,17 +175,23 @@ print("closed without answer" if len(data) < 30 else
 	ports=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
 	job=$(last_job)
 	sock=$PM_TESTBED_DIR/munge/munge.socket
-	good="procmgr-tree v1 job=$job step=0"
+	# node 1 to node 0, with a nonce: what a child's HELLO carries.
+	hs() { echo "procmgr-tree v2 hello job=$1 step=0 from=$2 to=0 nonce=0123456789abcdef0123456789abcdef"; }
 
 	run hello "$ports" "not-a-credential" 1
 	echo "$output"
 	[[ "$output" == "type=7 text="*"invalid munge credential"* ]]
-	run hello "$ports" "$(munge -S "$sock" -n -s "procmgr-tree v1 job=$((job + 1)) step=0")" 1
+	run hello "$ports" "$(munge -S "$sock" -n -s "$(hs $((job + 1)) 1)")" 1
 	[[ "$output" == "type=7 text=credential for another job or step"* ]]
-	run hello "$ports" "$(runuser -u nobody -- munge -S "$sock" -n -s "$good")" 1
+	run hello "$ports" "$(runuser -u nobody -- munge -S "$sock" -n -s "$(hs "$job" 1)")" 1
 	[[ "$output" == "type=7 text=credential of uid 65534, not the job's user (uid 0)"* ]]
+	# The old form, and a credential captured on another link (node 2's).
+	run hello "$ports" "$(munge -S "$sock" -n -s "procmgr-tree v1 job=$job step=0")" 1
+	[[ "$output" == "type=7 text=credential is not a procmgr hello"* ]]
+	run hello "$ports" "$(munge -S "$sock" -n -s "$(hs "$job" 2)")" 1
+	[[ "$output" == "type=7 text=credential for another link (from node 2 to node 0)"* ]]
 	# A valid credential, but node 1 is connected already.
-	run hello "$ports" "$(munge -S "$sock" -n -s "$good")" 1
+	run hello "$ports" "$(munge -S "$sock" -n -s "$(hs "$job" 1)")" 1
 	[[ "$output" == "type=7 text=node 1 is already connected"* ]]
 	run bash -c "printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 /usr/bin/python3 -c 'import socket,sys; s=socket.create_connection((\"pmnode1\", $ports)); s.sendall(sys.stdin.buffer.read()); print(len(s.recv(100)))'"
 	[ "$output" = 0 ]
