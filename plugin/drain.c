@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,21 +86,30 @@ static bool site_check(const char *item)
 	return false;
 }
 
-/* The report's line; removed once read. -1 if there is none. */
-static int take_report(const char *path, struct pm_report *r)
+/* The report's line; removed once read. -1 if there is none. The file is
+ * in the user's directory and we are root: never follow a link, never
+ * block (a FIFO planted under its name would hold slurmstepd in open() for
+ * ever), take only a regular file of the job's user with one link, read a
+ * bounded line. */
+static int take_report(const char *path, uid_t uid, struct pm_report *r)
 {
 	char line[sizeof(r->check) + sizeof(r->reason) + 4];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	ssize_t n;
 
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_uid != uid && st.st_uid != 0)) {
+		pm_err("ignoring %s: not a regular file of the job's user", path);
+		close(fd);
 		return -1;
 	}
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	line[n > 0 ? n : 0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
 	unlink(path);
 	return pm_report_parse(line, r);
 }
@@ -135,7 +145,7 @@ void pm_drain_maybe(const struct pm_node *n)
 	struct pm_report r;
 	char node[256], reason[512], err[PM_ERRLEN];
 
-	if (take_report(n->report, &r) || !pm_g.site.drain)
+	if (take_report(n->report, n->uid, &r) || !pm_g.site.drain)
 		return;
 	if (!site_check(r.check)) {
 		pm_info("not draining for '%s': not one of the site's checks", r.check);

@@ -33,3 +33,32 @@ teardown() {
 			"$STATE/$job"/*.log
 	fi
 }
+
+# A step of nobody's that runs RUN seconds; its job id in $job.
+nobody_step() {
+	as_user timeout 60 srun -N4 -n8 --procmgr --export=ALL,RUN=$1 "$WORKER" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 8
+	job=$(last_job)
+}
+
+@test "a FIFO planted as the health report: root never blocks on it, the job completes, the node is not left completing" {
+	nobody_step 2
+	as_user mkfifo "$STATE/$job/0.1.unhealthy"
+	wait "$pid"
+	wait_until 20 bash -c "! squeue -h -j $job 2>/dev/null | grep -q ."
+	! sinfo -h -o '%T' | grep -q -i comp
+	grep -q "ignoring $STATE/$job/0.1.unhealthy: not a regular file of the job's user" \
+		"$PM_TESTBED_DIR"/log/slurmd-pmnode2.log
+}
+
+@test "a symlink planted as the health report is not followed: its target is neither read nor removed" {
+	echo "secret: do not drain" >"$W/target"
+	chmod 0644 "$W/target"
+	nobody_step 2
+	as_user ln -s "$W/target" "$STATE/$job/0.2.unhealthy"
+	wait "$pid"
+	wait_until 20 bash -c "! squeue -h -j $job 2>/dev/null | grep -q ."
+	[ "$(cat "$W/target")" = "secret: do not drain" ]
+	! sinfo -h -R | grep -q secret
+}
