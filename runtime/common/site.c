@@ -168,6 +168,12 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 {
 	int i;
 
+	/* Where each key was given: a second value is an error, not a silent
+	 * override (which of two lines an admin meant is not ours to guess). */
+	int given[NKEYS];
+
+	for (i = 0; i < (int)NKEYS; i++)
+		given[i] = -1;
 	for (i = 0; i < argc; i++) {
 		const char *eq = strchr(argv[i], '=');
 		const struct site_key *k = NULL;
@@ -192,6 +198,13 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 				 key, PM_Q(eq + 1), key_list(names, sizeof(names)));
 			return -1;
 		}
+		if (given[k - keys] >= 0) {
+			snprintf(err, errlen, "%s: key '%s' given twice ('%.*s%s' and '%.*s%s'); "
+				 "give it once", file, key, PM_Q(strchr(argv[given[k - keys]], '=') + 1),
+				 PM_Q(eq + 1));
+			return -1;
+		}
+		given[k - keys] = i;
 		if (k->parse(s, k, eq + 1)) {
 			snprintf(err, errlen, "%s: bad value '%.*s%s' for key '%s': expected %s", file,
 				 PM_Q(eq + 1), key, k->allowed);

@@ -990,7 +990,9 @@ static void site_bad(const char *key, const char *value, const char *allowed)
 
 	pm_site_init(&s);
 	snprintf(arg, sizeof(arg), "%s=%s", key, value);
-	CHECK(site(&s, "drain=no", arg, NULL) == -1, "'%s' accepted", arg);
+	/* After a good argument (of another key: a key given twice is refused). */
+	CHECK(site(&s, strcmp(key, "drain") ? "drain=no" : "fanout=8", arg, NULL) == -1,
+	      "'%s' accepted", arg);
 	CHECK(!strncmp(err, FILE_NAME ": ", strlen(FILE_NAME) + 2),
 	      "'%s': message '%s' does not start with the file", arg, err);
 	snprintf(want, sizeof(want), "key '%s'", key);
@@ -1105,6 +1107,18 @@ static void test_site_peer_timeout(void **state)
 		contains(err, "'peer_timeout'");
 		contains(err, "0 (off) or a duration from 1 to 3600 s");
 	}
+}
+
+/* A key given twice is refused, naming the file, the key and both values. */
+static void test_site_twice(void **state)
+{
+	struct pm_site s;
+	(void)state;
+
+	pm_site_init(&s);
+	assert_int_equal(site(&s, "max_restarts=3", "drain=yes", "max_restarts=5"), -1);
+	contains(err, FILE_NAME ": key 'max_restarts' given twice ('3' and '5'); give it once");
+	assert_int_equal(site(&s, "max_restarts=3", "drain=yes", NULL), 0);
 }
 
 static void test_site_unknown(void **state)
@@ -1492,6 +1506,7 @@ int main(void)
 		cmocka_unit_test(test_hang_timeout),
 		cmocka_unit_test(test_hang_first),
 		cmocka_unit_test(test_site_peer_timeout),
+		cmocka_unit_test(test_site_twice),
 		cmocka_unit_test(test_parse_uint),
 		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_bind_bad),
