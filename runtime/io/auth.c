@@ -1,5 +1,7 @@
 #include "auth.h"
 
+#include "common/wire.h"
+
 #include <munge.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,27 +72,14 @@ int pm_auth_decode(const char *socket, const char *cred, uid_t uid, char *payloa
 int pm_auth_verify(const char *socket, const char *cred, uid_t uid,
 		   const char *payload, char *err, size_t errlen)
 {
-	munge_ctx_t ctx = ctx_for(socket, err, errlen);
-	void *buf = NULL;
-	int len = 0, rc = -1;
-	uid_t cuid;
-	gid_t cgid;
-	munge_err_t e;
+	char got[PM_WIRE_TEXT_MAX];
 
-	if (!ctx)
+	if (pm_auth_decode(socket, cred, uid, got, sizeof(got), err, errlen))
 		return -1;
-	e = munge_decode(cred, ctx, &buf, &len, &cuid, &cgid);
-	if (e != EMUNGE_SUCCESS)
-		snprintf(err, errlen, "invalid munge credential: %s", munge_ctx_strerror(ctx));
-	else if (cuid != uid)
-		snprintf(err, errlen, "credential of uid %u, not the job's user (uid %u)",
-			 (unsigned)cuid, (unsigned)uid);
-	else if ((size_t)len != strlen(payload) || memcmp(buf, payload, (size_t)len))
-		snprintf(err, errlen, "credential for another job or step ('%.*s')",
-			 len > 80 ? 80 : len, buf ? (char *)buf : "");
-	else
-		rc = 0;
-	free(buf);
-	munge_ctx_destroy(ctx);
-	return rc;
+	if (strcmp(got, payload)) {
+		snprintf(err, errlen, "credential for another job, step, link or nonce ('%.80s')",
+			 got);
+		return -1;
+	}
+	return 0;
 }
