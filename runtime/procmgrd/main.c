@@ -102,6 +102,10 @@ static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 			pm_step_tree_conn(&d->step, fd);
 		}
 	}
+	/* Out of descriptors (a flood): the listener would stay readable and
+	 * the loop spin; the door pauses it for a tick. */
+	if (w == &d->tcp_w && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+		pm_gate_pause(&d->step, errno);
 }
 
 static int listen_unix(struct daemon *d)
@@ -150,6 +154,7 @@ static int listen_tcp(struct daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	d->tcp_w = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = d };
+	s->listen_w = &d->tcp_w;
 	return pm_loop_add(&d->loop, &d->tcp_w, EPOLLIN);
 }
 

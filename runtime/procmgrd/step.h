@@ -16,6 +16,12 @@
 #include "io/events.h"
 #include "io/loop.h"
 
+/* gate.c: a tree connection that has not said HELLO yet. */
+struct pm_pending {
+	struct pm_conn *c;
+	uint64_t t0;
+};
+
 struct pm_step {
 	struct pm_loop *loop;
 	/* identity */
@@ -46,6 +52,13 @@ struct pm_step {
 	bool *seen;                /* by child index: joined once, so told the end */
 	int nseen;
 	struct pm_watch delay_w, stop_w;
+	/* gate.c: the tree port's unauthenticated connections */
+	struct pm_pending *pending;
+	int npending, pending_cap;
+	struct pm_watch gate_w, *listen_w;
+	bool gate_armed, accept_paused;
+	unsigned refused_more;
+	uint64_t refused_t0;
 	/* Liveness: every link pinged each third of peer_timeout_ms, and lost
 	 * when silent for all of it. One timer for all links. */
 	unsigned peer_timeout_ms;
@@ -54,6 +67,21 @@ struct pm_step {
 	struct pm_watch linger_w;
 	bool lingering;
 };
+
+/* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
+ * connections without HELLO, each for PM_GATE_HELLO_MS; refusals logged
+ * once per window. */
+#define PM_GATE_EXTRA 16
+#define PM_GATE_HELLO_MS 3000
+#define PM_GATE_TICK_MS 500
+#define PM_GATE_LOG_WINDOW_MS 10000
+int pm_gate_init(struct pm_step *s);
+void pm_gate_free(struct pm_step *s);
+int pm_gate_add(struct pm_step *s, struct pm_conn *c);
+void pm_gate_remove(struct pm_step *s, struct pm_conn *c);
+void pm_gate_refused(struct pm_step *s, const char *why);
+/* accept failed (EMFILE...): stop accepting for a tick. */
+void pm_gate_pause(struct pm_step *s, int err);
 
 /* How long an ended procmgrd waits for children that have not joined yet,
  * to tell them the end: without it a late node would retry its parent's

@@ -302,7 +302,7 @@ int pm_step_init(struct pm_step *s)
 	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
 			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
 	cf.stop_margin_ms = 1000;
-	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = -1;
+	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = s->gate_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);
 	if (pm_gen_init(&s->gen, &cf))
 		return -1;
@@ -327,6 +327,8 @@ int pm_step_init(struct pm_step *s)
 		return -1;
 	s->linger_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = linger_expired, .arg = s };
 	if (s->linger_w.fd < 0 || pm_loop_add(s->loop, &s->linger_w, EPOLLIN))
+		return -1;
+	if (pm_gate_init(s))
 		return -1;
 	s->stop_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = stop_expired, .arg = s };
 	if (s->stop_w.fd < 0 || pm_loop_add(s->loop, &s->stop_w, EPOLLIN))
@@ -364,6 +366,7 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
 		if (s->sup_pidfd[i] >= 0)
 			close(s->sup_pidfd[i]);
+	pm_gate_free(s);
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);
 	pm_events_close(&s->events);

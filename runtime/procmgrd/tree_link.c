@@ -27,8 +27,10 @@ static void child_closed(struct pm_conn *c, const char *why)
 	if (idx >= 0 && idx < s->nchildren && s->children[idx] == c) {
 		s->children[idx] = NULL;
 		pm_gen_child_lost(&s->gen, c->id, why);
-	} else if (why) {
-		pm_log(s, "refused tree connection: %s", why);
+	} else {
+		pm_gate_remove(s, c);
+		if (why)
+			pm_gate_refused(s, why);
 	}
 	pm_conn_free(c);
 }
@@ -102,6 +104,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		pm_msg_set_text(&r, cred);
 		free(cred);
 	}
+	pm_gate_remove(s, c);
 	c->id = m->node;
 	s->children[m->node - s->child_first] = c;
 	pm_step_send(s, c, &r);
@@ -111,9 +114,22 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 
 void pm_step_tree_conn(struct pm_step *s, int fd)
 {
-	if (!pm_conn_new(s->loop, fd, child_msg, child_closed, s)) {
+	struct pm_conn *c;
+
+	if (s->npending >= s->nchildren + PM_GATE_EXTRA) {
+		close(fd);
+		pm_gate_refused(s, "too many connections that have not said hello");
+		return;
+	}
+	c = pm_conn_new(s->loop, fd, child_msg, child_closed, s);
+	if (!c) {
 		pm_log(s, "cannot watch a tree connection: %m");
 		close(fd);
+		return;
+	}
+	if (pm_gate_add(s, c)) {
+		pm_conn_free(c);
+		pm_gate_refused(s, "too many connections that have not said hello");
 	}
 }
 

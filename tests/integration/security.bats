@@ -62,3 +62,42 @@ nobody_step() {
 	[ "$(cat "$W/target")" = "secret: do not drain" ]
 	! sinfo -h -R | grep -q secret
 }
+
+@test "a flood of connections that never say hello is bounded and logged in summary; a restart during it works" {
+	srun -N4 -n8 --procmgr-restart=on-failure:1 --export=ALL,RUN=4 "$WORKER" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 8
+	job=$(last_job)
+	port=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
+	# nobody opens 200 connections to node 0's control port and says nothing.
+	runuser -u nobody -- /usr/bin/python3 - "$port" >"$W/flood" 2>&1 <<-'PY' &
+	import select, socket, sys, time
+	port = int(sys.argv[1])
+	socks = [socket.create_connection(("pmnode1", port), timeout=5) for _ in range(200)]
+	print("open", len(socks), flush=True)
+	t0, left = time.time(), set(socks)
+	while left and time.time() - t0 < 10:
+	    r, _, _ = select.select(list(left), [], [], 0.5)
+	    for s in r:
+	        if not s.recv(100):
+	            left.discard(s)
+	print("closed %d of %d in %.1f s" % (len(socks) - len(left), len(socks), time.time() - t0))
+	PY
+	flood=$!
+	wait_until 10 grep -q "^open" "$W/flood"
+	# A real failure during the flood: the restart must go through.
+	kill -9 "$(sed -n 's/^start rank=1 gen=0 .* pid=\([0-9]*\) .*/\1/p' "$PM_LOG" | head -n 1)"
+	wait "$pid" && st=0 || st=$?
+	wait "$flood" || true
+	cat "$W/out" "$W/flood"
+	[ "$st" -eq 0 ]
+	[ "$(count 'done .*gen=1')" -eq 8 ]
+	grep -q "^closed 200 of 200" "$W/flood"
+	# Said once in a window, not once a connection.
+	n=$(grep -c "refused tree connection" "$STATE/$job/0.0.log")
+	echo "refusal lines: $n"
+	[ "$n" -ge 1 ] && [ "$n" -le 3 ]
+	grep -q "refused tree connection: too many connections that have not said hello" \
+		"$STATE/$job/0.0.log"
+	events "$job" 0 | grep '"event":"start"' | sed 's/^/# /' >&3
+}
