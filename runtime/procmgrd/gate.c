@@ -19,8 +19,8 @@ static void gate_arm(struct pm_step *s)
 		s->gate_armed = true;
 }
 
-/* At most one line per window: the first refusal in full, the others
- * counted and said when the window ends. */
+/* The first PM_GATE_LOG_BURST refusals of a window in full, the others
+ * counted and said in one line when the window ends. */
 void pm_gate_refused(struct pm_step *s, const char *why)
 {
 	uint64_t now = pm_now_ms();
@@ -30,7 +30,11 @@ void pm_gate_refused(struct pm_step *s, const char *why)
 			pm_log(s, "%u more tree connections refused in the last %u s",
 			       s->refused_more, PM_GATE_LOG_WINDOW_MS / 1000);
 		s->refused_more = 0;
+		s->refused_logged = 0;
 		s->refused_t0 = now;
+	}
+	if (s->refused_logged < PM_GATE_LOG_BURST) {
+		s->refused_logged++;
 		pm_log(s, "refused tree connection: %s", why);
 	} else {
 		s->refused_more++;
@@ -99,6 +103,7 @@ static void gate_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_log(s, "%u more tree connections refused in the last %u s", s->refused_more,
 		       PM_GATE_LOG_WINDOW_MS / 1000);
 		s->refused_more = 0;
+		s->refused_logged = 0;
 		s->refused_t0 = 0;
 	}
 	if (!s->npending && !s->accept_paused && !s->refused_more) {

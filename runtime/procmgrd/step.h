@@ -57,7 +57,7 @@ struct pm_step {
 	int npending, pending_cap;
 	struct pm_watch gate_w, *listen_w;
 	bool gate_armed, accept_paused;
-	unsigned refused_more;
+	unsigned refused_more, refused_logged;
 	uint64_t refused_t0;
 	/* Liveness: every link pinged each third of peer_timeout_ms, and lost
 	 * when silent for all of it. One timer for all links. */
@@ -70,11 +70,12 @@ struct pm_step {
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
  * connections without HELLO, each for PM_GATE_HELLO_MS; refusals logged
- * once per window. */
+ * in full up to PM_GATE_LOG_BURST per window, then counted. */
 #define PM_GATE_EXTRA 16
 #define PM_GATE_HELLO_MS 3000
 #define PM_GATE_TICK_MS 500
 #define PM_GATE_LOG_WINDOW_MS 10000
+#define PM_GATE_LOG_BURST 10
 int pm_gate_init(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
 int pm_gate_add(struct pm_step *s, struct pm_conn *c);
