@@ -15,6 +15,10 @@ int pm_rundir_remove(const char *path)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
+		/* Not a directory (a link, a FIFO, a file planted under its
+		 * name): the name goes, never what it points to. */
+		if ((e == ENOTDIR || e == ELOOP) && unlink(path) == 0)
+			return 0;
 		errno = e;
 		return e == ENOENT ? 0 : -1;
 	}

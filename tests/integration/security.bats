@@ -101,3 +101,42 @@ nobody_step() {
 		"$STATE/$job/0.0.log"
 	events "$job" 0 | grep '"event":"start"' | sed 's/^/# /' >&3
 }
+
+# PATH kind: what nobody plants at PATH (the name root will touch at the
+# step's end): a FIFO, a symlink or a hard link to a file of W, or a
+# directory.
+plant() {
+	local path=$1 kind=$2
+	as_user rm -rf "$path" 2>/dev/null || mv "$path" "$W/moved.$RANDOM"
+	case $kind in
+	fifo) as_user mkfifo "$path" ;;
+	symlink) as_user ln -s "$W/target" "$path" ;;
+	hardlink) as_user ln "$W/own" "$path" ;;
+	directory) as_user mkdir "$path" && as_user touch "$path/inside" ;;
+	esac
+}
+
+@test "every name root touches in the user's job directory, replaced by a FIFO, a symlink, a hard link or a directory: nothing blocks, nothing is followed" {
+	echo "root's file" >"$W/target"
+	chmod 0644 "$W/target"
+	as_user sh -c "echo 'the user s file' >$W/own"
+	for what in report log rundir; do
+		for kind in fifo symlink hardlink directory; do
+			nobody_step 1
+			case $what in
+			report) path=$STATE/$job/0.1.unhealthy ;;
+			log) path=$STATE/$job/0.1.log ;;
+			rundir) path=$STATE/$job/0.1.run ;;
+			esac
+			plant "$path" "$kind"
+			wait "$pid" || true
+			wait_until 20 bash -c "! squeue -h -j $job 2>/dev/null | grep -q ." ||
+				{ echo "$what as $kind: job $job did not end"; return 1; }
+			! sinfo -h -o '%T' | grep -q -i comp || { echo "$what as $kind: node completing"; return 1; }
+			[ "$(cat "$W/target")" = "root's file" ] || { echo "$what as $kind: target changed"; return 1; }
+			[ "$(cat "$W/own")" = "the user s file" ] || { echo "$what as $kind: own file changed"; return 1; }
+			echo "# $what as $kind: job ended, nothing followed" >&3
+			: >"$PM_LOG"
+		done
+	done
+}
