@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -72,6 +73,21 @@ static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 		return -1;
 	}
 	return n;
+}
+
+/* An interior node at a large fanout holds a connection per child, per
+ * local rank and a few more: the soft limit (often 1024) is raised to the
+ * hard one, which is the site's to set. */
+static void raise_nofile(struct pm_step *s)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pm_log(s, "cannot raise the open files limit to %llu: %m",
+		       (unsigned long long)rl.rlim_max);
 }
 
 /* ---- listening sockets ---- */
@@ -361,6 +377,7 @@ int main(int argc, char **argv)
 			  health_timeout, err, sizeof(err)))
 		goto out_ready;
 	s->guard = &d.guard;
+	raise_nofile(s);
 	if (pm_loop_init(&d.loop) || pm_step_init(s) || setup_signals(&d) ||
 	    pm_guard_periodic(&d.guard, &d.loop, s->opts.health_interval_ms)) {
 		snprintf(err, sizeof(err), "cannot set up the event loop: %s", strerror(errno));
