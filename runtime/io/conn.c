@@ -120,6 +120,14 @@ bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_m
 	return timeout_ms && now_ms > c->last_rx && now_ms - c->last_rx >= timeout_ms;
 }
 
+bool pm_conn_keepalive(struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms)
+{
+	if (pm_conn_silent(c, now_ms, timeout_ms))
+		return true;
+	pm_conn_ping(c);
+	return false;
+}
+
 void pm_conn_fail(struct pm_conn *c, const char *why)
 {
 	if (!c->dead)

@@ -46,6 +46,11 @@ void pm_conn_free(struct pm_conn *c);
  * (a timer): on_close runs with why, and c is gone after. */
 int pm_conn_ping(struct pm_conn *c);
 bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms);
+/* One tick of the rule: true if the peer has been silent for timeout_ms
+ * (the caller ends the link), else a PING is sent and false. */
+bool pm_conn_keepalive(struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms);
+/* How often to tick for a timeout: a peer hears from us three times in it. */
+static inline unsigned pm_conn_ping_period(unsigned timeout_ms) { return timeout_ms / 3; }
 void pm_conn_fail(struct pm_conn *c, const char *why);
 
 #endif

@@ -19,20 +19,26 @@ static void gate_arm(struct pm_step *s)
 		s->gate_armed = true;
 }
 
+/* The window is over: what was only counted is said, and a new one may
+ * start (t0 is when it does; 0 until the next refusal). */
+static void window_end(struct pm_step *s, uint64_t t0)
+{
+	if (s->refused_more)
+		pm_log(s, "%u more tree connections refused in the last %u s", s->refused_more,
+		       PM_GATE_LOG_WINDOW_MS / 1000);
+	s->refused_more = 0;
+	s->refused_logged = 0;
+	s->refused_t0 = t0;
+}
+
 /* The first PM_GATE_LOG_BURST refusals of a window in full, the others
  * counted and said in one line when the window ends. */
 void pm_gate_refused(struct pm_step *s, const char *why)
 {
 	uint64_t now = pm_now_ms();
 
-	if (!s->refused_t0 || now - s->refused_t0 >= PM_GATE_LOG_WINDOW_MS) {
-		if (s->refused_more)
-			pm_log(s, "%u more tree connections refused in the last %u s",
-			       s->refused_more, PM_GATE_LOG_WINDOW_MS / 1000);
-		s->refused_more = 0;
-		s->refused_logged = 0;
-		s->refused_t0 = now;
-	}
+	if (!s->refused_t0 || now - s->refused_t0 >= PM_GATE_LOG_WINDOW_MS)
+		window_end(s, now);
 	if (s->refused_logged < PM_GATE_LOG_BURST) {
 		s->refused_logged++;
 		pm_log(s, "refused tree connection: %s", why);
@@ -42,11 +48,14 @@ void pm_gate_refused(struct pm_step *s, const char *why)
 	}
 }
 
+bool pm_gate_full(const struct pm_step *s)
+{
+	return s->npending >= s->nchildren + PM_GATE_EXTRA;
+}
+
 int pm_gate_add(struct pm_step *s, struct pm_conn *c)
 {
-	int cap = s->nchildren + PM_GATE_EXTRA;
-
-	if (s->npending >= cap)
+	if (pm_gate_full(s))
 		return -1;
 	if (s->npending == s->pending_cap) {
 		int n = s->pending_cap ? s->pending_cap * 2 : 8;
@@ -99,13 +108,8 @@ static void gate_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	for (i = s->npending - 1; i >= 0; i--)
 		if (i < s->npending && now - s->pending[i].t0 >= PM_GATE_HELLO_MS)
 			pm_conn_fail(s->pending[i].c, "no hello within the handshake deadline");
-	if (s->refused_more && now - s->refused_t0 >= PM_GATE_LOG_WINDOW_MS) {
-		pm_log(s, "%u more tree connections refused in the last %u s", s->refused_more,
-		       PM_GATE_LOG_WINDOW_MS / 1000);
-		s->refused_more = 0;
-		s->refused_logged = 0;
-		s->refused_t0 = 0;
-	}
+	if (s->refused_more && now - s->refused_t0 >= PM_GATE_LOG_WINDOW_MS)
+		window_end(s, 0);
 	if (!s->npending && !s->accept_paused && !s->refused_more) {
 		pm_timer_set(w->fd, 0, 0);
 		s->gate_armed = false;

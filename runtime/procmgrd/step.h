@@ -78,6 +78,8 @@ struct pm_step {
 #define PM_GATE_LOG_BURST 10
 int pm_gate_init(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
+bool pm_gate_full(const struct pm_step *s);
+/* -1 if full (or out of memory): the caller refuses the connection. */
 int pm_gate_add(struct pm_step *s, struct pm_conn *c);
 void pm_gate_remove(struct pm_step *s, struct pm_conn *c);
 void pm_gate_refused(struct pm_step *s, const char *why);

@@ -185,30 +185,16 @@ static void live_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	pm_timer_ack(w->fd);
 	pm_fmt_seconds(t, secs, sizeof(secs));
 	snprintf(why, sizeof(why), "no heartbeat for %s s", secs);
-	if (s->parent && s->parent_ok) {
-		if (pm_conn_silent(s->parent, now, t))
-			pm_conn_fail(s->parent, why);
-		else
-			pm_conn_ping(s->parent);
-	}
-	for (i = 0; i < s->nchildren; i++) {
-		if (!s->children[i])
-			continue;
-		if (pm_conn_silent(s->children[i], now, t))
+	if (s->parent && s->parent_ok && pm_conn_keepalive(s->parent, now, t))
+		pm_conn_fail(s->parent, why);
+	for (i = 0; i < s->nchildren; i++)
+		if (s->children[i] && pm_conn_keepalive(s->children[i], now, t))
 			pm_conn_fail(s->children[i], why);
-		else
-			pm_conn_ping(s->children[i]);
-	}
-	for (i = 0; i < s->ntasks_local; i++) {
-		if (!s->ranks[i])
-			continue;
-		if (pm_conn_silent(s->ranks[i], now, t)) {
+	for (i = 0; i < s->ntasks_local; i++)
+		if (s->ranks[i] && pm_conn_keepalive(s->ranks[i], now, t)) {
 			pm_step_rank_kill(s, i, true);
 			pm_conn_fail(s->ranks[i], why);
-		} else {
-			pm_conn_ping(s->ranks[i]);
 		}
-	}
 }
 
 static void checks_done(void *arg, const char *why)
@@ -334,7 +320,7 @@ int pm_step_init(struct pm_step *s)
 	if (s->stop_w.fd < 0 || pm_loop_add(s->loop, &s->stop_w, EPOLLIN))
 		return -1;
 	if (s->peer_timeout_ms) {
-		unsigned period = s->peer_timeout_ms / 3;
+		unsigned period = pm_conn_ping_period(s->peer_timeout_ms);
 		s->live_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = live_tick, .arg = s };
 		if (s->live_w.fd < 0 || pm_loop_add(s->loop, &s->live_w, EPOLLIN) ||
 		    pm_timer_set(s->live_w.fd, period, period))

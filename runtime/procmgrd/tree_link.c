@@ -116,7 +116,7 @@ void pm_step_tree_conn(struct pm_step *s, int fd)
 {
 	struct pm_conn *c;
 
-	if (s->npending >= s->nchildren + PM_GATE_EXTRA) {
+	if (pm_gate_full(s)) {
 		close(fd);
 		pm_gate_refused(s, "too many connections that have not said hello");
 		return;

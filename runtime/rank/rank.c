@@ -372,10 +372,8 @@ static void on_live(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	pm_timer_ack(w->fd);
 	if (!r->c || r->exiting)
 		return;
-	if (!pm_conn_silent(r->c, pm_now_ms(), r->peer_timeout_ms)) {
-		pm_conn_ping(r->c);
+	if (!pm_conn_keepalive(r->c, pm_now_ms(), r->peer_timeout_ms))
 		return;
-	}
 	pm_fmt_seconds(r->peer_timeout_ms, secs, sizeof(secs));
 	msg(r, "procmgr: rank %d on %s: its node's procmgrd stopped answering (no heartbeat "
 	    "for %s s); ending", r->grank, r->node, secs);
@@ -429,8 +427,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
 	r->error_file = getenv(PM_ENV_TE_ERROR_FILE);
 	r->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
-	if (getenv(PM_ENV_PEER_TIMEOUT) &&
-	    env_uint(PM_ENV_PEER_TIMEOUT, &r->peer_timeout_ms)) {
+	if (env_uint(PM_ENV_PEER_TIMEOUT, &r->peer_timeout_ms)) {
 		snprintf(err, errlen, PM_ENV_PEER_TIMEOUT " is not a number of milliseconds");
 		return -1;
 	}
@@ -462,7 +459,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	    pm_loop_add(&r->loop, &r->hang_w, EPOLLIN))
 		goto sys;
 	if (r->peer_timeout_ms) {
-		unsigned period = r->peer_timeout_ms / 3;
+		unsigned period = pm_conn_ping_period(r->peer_timeout_ms);
 		r->live_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_live, .arg = r };
 		if (r->live_w.fd < 0 || pm_loop_add(&r->loop, &r->live_w, EPOLLIN) ||
 		    pm_timer_set(r->live_w.fd, period, period))
