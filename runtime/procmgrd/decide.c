@@ -71,7 +71,8 @@ static void restart(struct pm_gen *g, unsigned delay_ms)
 
 void pm_gen_root_launch(struct pm_gen *g)
 {
-	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d", g->cf.nnodes, g->cf.ntasks);
+	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
+	      pm_gen_world(g), g->cf.spares);
 	pm_gen_start(g, 0);
 }
 
@@ -94,7 +95,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: node %s failed a health check (%s); "
-			      "restarting all %d ranks", g->gen, node, m->text, g->cf.ntasks);
+			      "restarting all %d ranks", g->gen, node, m->text, pm_gen_world(g));
 		restart(g, delay);
 		return;
 	}
@@ -188,7 +189,7 @@ static bool hang_decide(struct pm_gen *g)
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
-			   g->gen, what, g->cf.ntasks, g->restarts + 1, g->cf.policy.max_restarts);
+			   g->gen, what, pm_gen_world(g), g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
 	}
@@ -273,7 +274,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
-			      "(restart %d of %d)", m->gen, m->rank, node, how, g->cf.ntasks,
+			      "(restart %d of %d)", m->gen, m->rank, node, how, pm_gen_world(g),
 			   g->restarts + 1, g->cf.policy.max_restarts);
 		restart(g, delay);
 		return;
@@ -374,7 +375,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 		pm_gen_apply_repl(g, &r);
 		say_down(g, &r);
 		tell_avoid(g, why);
-		pm_gen_say(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
+		pm_gen_tell(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
 			   pm_gen_spares_left(g), pm_gen_spares_left(g) == 1 ? "" : "s");
 		if (self)
 			pm_gen_leave(g, "procmgr: this spare node is out of the step");
@@ -406,9 +407,9 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
 	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
 	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
-	pm_gen_say(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
+	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
 		      "restarting all %d ranks (restart %d of %d, %d spare%s left)", g->gen, name,
-		   why, ranks, pm_gen_node_name(g, r.spare), g->nactive * g->cf.ntasks_local,
+		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_world(g),
 		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
 		   pm_gen_spares_left(g) == 1 ? "" : "s");
 	if (self) {
@@ -458,7 +459,7 @@ void pm_gen_root_done(struct pm_gen *g)
 		return;
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
-	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", g->cf.ntasks, g->gen);
+	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);

@@ -91,18 +91,11 @@ static int pm_gen_printer_lrank(const struct pm_gen *g)
 	return pm_gen_printer_lrank_avoid(g, -1);
 }
 
-void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+static void say(struct pm_gen *g, const char *buf)
 {
 	struct pm_msg m;
-	char buf[1024];
-	va_list ap;
 	int i;
 
-	if (!g->cf.verbose)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	pm_msg_init(&m, PM_MSG_PRINT);
 	pm_msg_set_text(&m, buf);
 	/* Rank 0's supervisor on node 0; with spares, whichever live rank the
@@ -111,6 +104,30 @@ void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
 		if (connected(&g->ranks[i]) &&
 		    (pm_gen_spares(g) ? i == pm_gen_printer_lrank(g) : g->ranks[i].grank == 0))
 			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
+void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (!g->cf.verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	say(g, buf);
+}
+
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	say(g, buf);
 }
 
 int pm_gen_printer(const struct pm_gen *g, int avoid)

@@ -7,6 +7,8 @@
 void pm_gen_log(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* --procmgr-verbose: a line on srun's stderr through rank 0's supervisor. */
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, always: what a user must not miss (a node replaced). */
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pm_gen_is_root(const struct pm_gen *g);
 
 /* What every node does on the root's word. */
@@ -28,6 +30,8 @@ void pm_gen_root_next(struct pm_gen *g);
 
 /* spares.c */
 bool pm_gen_spares(const struct pm_gen *g);
+/* The ranks of a generation: the active nodes' with spares. */
+int pm_gen_world(const struct pm_gen *g);
 int pm_gen_slot(const struct pm_gen *g, int node);
 int pm_gen_spares_init(struct pm_gen *g);
 void pm_gen_spares_free(struct pm_gen *g);

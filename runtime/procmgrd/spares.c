@@ -20,6 +20,11 @@ bool pm_gen_spares(const struct pm_gen *g)
 	return g->cf.spares > 0;
 }
 
+int pm_gen_world(const struct pm_gen *g)
+{
+	return pm_gen_spares(g) ? g->nactive * g->cf.ntasks_local : g->cf.ntasks;
+}
+
 bool pm_gen_excluded(const struct pm_gen *g, int node)
 {
 	return g->excluded && node >= 0 && node < g->cf.nnodes && g->excluded[node];
