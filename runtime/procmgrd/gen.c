@@ -209,7 +209,8 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 	struct pm_msg m;
 	int i;
 
-	if (pm_gen_terminal(g))
+	/* Said again to a node that came to a new parent: already running. */
+	if (pm_gen_terminal(g) || (g->phase == PM_PHASE_RUNNING && gen == g->gen))
 		return;
 	g->gen = gen;
 	g->phase = PM_PHASE_RUNNING;
