@@ -220,3 +220,28 @@ EOF
 	grep -q "Next time: --exclude=${PM_TESTBED_PREFIX}3,${PM_TESTBED_PREFIX}4,${PM_TESTBED_PREFIX}2" "$W/out"
 	grep -qx "${PM_TESTBED_PREFIX}3,${PM_TESTBED_PREFIX}4,${PM_TESTBED_PREFIX}2" "$STATE"/*/0.exclude
 }
+
+@test "spares: a DDP (gloo) job survives a node crash and ends with the same loss as a run without" {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
+	ddp() { # name, then VAR=VALUE for the ranks
+		local name=$1; shift
+		env "$@" timeout 150 "${SRUN[@]}" --procmgr-grace=5 /usr/bin/python3 \
+			"$top/examples/ddp_train.py" --ckpt-dir "$W/ckpt.$name" --steps 40 \
+			--ckpt-every 10 >"$W/$name.out" 2>&1
+	}
+	loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	ddp plain || { cat "$W/plain.out"; false; }
+	ddp crash CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local pid=$!
+	wait_until 120 test -e "$W/crashed" || { cat "$W/crash.out"; false; }
+	crash 1
+	wait $pid || rc=$?
+	cat "$W/plain.out" "$W/crash.out"
+	echo "srun returned ${rc:-0}"
+	echo "# final loss: $(loss plain) unbroken, $(loss crash) after a node crash" >&3
+	[ -n "$(loss plain)" ]
+	[ "$(loss plain)" = "$(loss crash)" ]
+	grep -q "lost node ${PM_TESTBED_PREFIX}2 (.*); its rank 1 move to spare ${PM_TESTBED_PREFIX}5" "$W/crash.out"
+	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
+}
