@@ -92,6 +92,15 @@ gen_ranks_once() {
 }
 ran_on() { grep -q "^start rank=$1 gen=$2 node=$3 " "$PM_LOG"; }
 
+# Every rank ran again in generation 1 (the fault's test goes on with the
+# record shown), then srun has returned: it waits for Slurm's DOWN.
+recovered() {
+	wait_until 40 gen_ranks_once 1 || { show; false; }
+	wait $SRUN_PID || rc=$?
+	show
+	echo "srun returned ${rc:-0}"
+}
+
 launch() { # env for the worker, as VAR=VALUE words
 	env "$@" PM_LOG="$PM_LOG" timeout 120 "${SRUN[@]}" "$WORKER" >"$W/out" 2>&1 &
 	SRUN_PID=$!
@@ -128,10 +137,7 @@ launch() { # env for the worker, as VAR=VALUE words
 @test "spares: a crashed node's rank moves to a spare, every rank runs again together" {
 	launch RUN=8
 	crash 2
-	wait_until 40 gen_ranks_once 1 || { show; false; }
-	wait $SRUN_PID || rc=$?
-	show
-	echo "srun returned ${rc:-0}"
+	recovered
 	gen_ranks_once 1
 	ran_on 2 1 "${PM_TESTBED_PREFIX}5"
 	ran_on 0 1 "${PM_TESTBED_PREFIX}1"
@@ -144,10 +150,7 @@ launch() { # env for the worker, as VAR=VALUE words
 @test "spares: a stopped node (SIGSTOP, a hung machine) is lost at the peer timeout and replaced" {
 	launch RUN=12
 	freeze_or_kill -STOP 1
-	wait_until 40 gen_ranks_once 1 || { show; false; }
-	wait $SRUN_PID || rc=$?
-	show
-	echo "srun returned ${rc:-0}"
+	recovered
 	ran_on 1 1 "${PM_TESTBED_PREFIX}5"
 	grep -q "lost node ${PM_TESTBED_PREFIX}2 (no heartbeat for 5 s); its rank 1 move to spare" "$W/out"
 }
@@ -158,10 +161,7 @@ launch() { # env for the worker, as VAR=VALUE words
 	nft add chain inet "$DROP_TABLE" input '{ type filter hook input priority 0; }'
 	nft add rule inet "$DROP_TABLE" input ip saddr "$(node_addr 4)" drop
 	nft add rule inet "$DROP_TABLE" input ip daddr "$(node_addr 4)" drop
-	wait_until 40 gen_ranks_once 1 || { show; false; }
-	wait $SRUN_PID || rc=$?
-	show
-	echo "srun returned ${rc:-0}"
+	recovered
 	ran_on 3 1 "${PM_TESTBED_PREFIX}5"
 	grep -q "lost node ${PM_TESTBED_PREFIX}4 (.*); its rank 3 move to spare" "$W/out"
 	# Its own rank was ended there, not left running.
@@ -192,10 +192,7 @@ EOF
 @test "spares: losing node 0 moves the root and MASTER_ADDR, and the step goes on" {
 	launch RUN=8
 	crash 0
-	wait_until 40 gen_ranks_once 1 || { show; false; }
-	wait $SRUN_PID || rc=$?
-	show
-	echo "srun returned ${rc:-0}"
+	recovered
 	ran_on 0 1 "${PM_TESTBED_PREFIX}5"
 	grep -q "^start rank=1 gen=1 .* master=${PM_TESTBED_PREFIX}5:" "$PM_LOG"
 	job=$(last_job)
