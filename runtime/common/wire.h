@@ -47,6 +47,7 @@ enum {
 	PM_FLAG_HEALTH = 1u << 2, /* a node failed a health check; text: why */
 	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
 	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
+	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
 };
 
 /* A FAIL with PM_FLAG_HUNG carries in its text the wall-clock time (ms

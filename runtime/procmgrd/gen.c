@@ -69,23 +69,40 @@ static void send_ranks(struct pm_gen *g, const struct pm_msg *m)
 			g->cf.ops->send_rank(g->cf.ctx, i, m);
 }
 
-void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+static void say(struct pm_gen *g, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static void say(struct pm_gen *g, const char *fmt, va_list ap)
 {
 	struct pm_msg m;
 	char buf[1024];
-	va_list ap;
 	int i;
 
-	if (!g->cf.verbose)
-		return;
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	pm_msg_init(&m, PM_MSG_PRINT);
 	pm_msg_set_text(&m, buf);
 	for (i = 0; i < g->cf.ntasks_local; i++)
 		if (connected(&g->ranks[i]) && g->ranks[i].grank == 0)
 			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
+void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(g, fmt, ap);
+	va_end(ap);
+}
+
+void pm_gen_note(struct pm_gen *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!g->cf.verbose)
+		return;
+	va_start(ap, fmt);
+	say(g, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- what every node does on the root's word ---- */
