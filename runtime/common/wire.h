@@ -37,7 +37,10 @@ enum pm_msg_type {
 	 * alive. Consumed by the connection layer (io/conn.c), never handed on. */
 	PM_MSG_PING,
 	PM_MSG_RANK_RUN,   /* rank -> procmgrd: gen, status: the command's pid
-			    * (and process group), to be killed if we are lost */
+			    * (and process group), to be killed if we are lost;
+			    * again with count PM_FLAG_BEAT at its first heartbeat */
+	PM_MSG_RUNNING,    /* up, gen, count: nodes of the subtree whose ranks all
+			    * run (status 0) or have all heartbeaten (status 1) */
 	PM_MSG_TYPE_MAX
 };
 
@@ -48,6 +51,7 @@ enum {
 	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
 	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
 	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
+	PM_FLAG_BEAT = 1u << 6,   /* RANK_RUN: the command's first heartbeat */
 };
 
 /* A FAIL with PM_FLAG_HUNG carries in its text the wall-clock time (ms

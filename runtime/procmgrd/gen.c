@@ -155,11 +155,15 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 	arm_stop(g, 0, 0);
 	g->done_children = 0;
 	g->done_sent = false;
+	g->running_children[0] = g->running_children[1] = 0;
+	g->running_sent[0] = g->running_sent[1] = false;
+	g->start_t0 = g->cf.ops->now_ms(g->cf.ctx);
 	pm_msg_init(&m, PM_MSG_START);
 	m.gen = gen;
 	g->cf.ops->send_down(g->cf.ctx, &m);
 	for (i = 0; i < g->cf.ntasks_local; i++) {
 		struct pm_gen_rank *r = &g->ranks[i];
+		r->run_seen = r->beat_seen = false;
 		if (connected(r)) {
 			r->st = PM_RANK_RUNNING;
 			r->stop_pending = false;
@@ -230,19 +234,55 @@ static bool rank_done(const struct pm_gen_rank *r)
 	return r->st == PM_RANK_DONE;
 }
 
+static bool rank_run(const struct pm_gen_rank *r)
+{
+	return r->run_seen;
+}
+
+static bool rank_beat(const struct pm_gen_rank *r)
+{
+	return r->beat_seen;
+}
+
 static bool rank_still(const struct pm_gen_rank *r)
 {
 	return !r->stop_pending;
 }
 
-static void report(struct pm_gen *g, enum pm_msg_type type)
+static void report_status(struct pm_gen *g, enum pm_msg_type type, int status)
 {
 	struct pm_msg m;
 
 	pm_msg_init(&m, type);
 	m.gen = g->gen;
+	m.status = status;
 	m.count = (uint32_t)g->subtree;
 	g->cf.ops->send_up(g->cf.ctx, &m);
+}
+
+static void report(struct pm_gen *g, enum pm_msg_type type)
+{
+	report_status(g, type, 0);
+}
+
+/* Every rank runs, then every rank has heartbeaten: the end of a restart
+ * as a user counts it. Reported like READY, before DONE. */
+static bool report_running(struct pm_gen *g)
+{
+	bool any = false;
+	int b;
+
+	for (b = 0; b < 2; b++)
+		if (subtree_complete(g, PM_PHASE_RUNNING, &g->running_sent[b],
+				     all_ranks(g, b ? rank_beat : rank_run),
+				     g->running_children[b])) {
+			if (pm_gen_is_root(g))
+				pm_gen_root_running(g, b);
+			else
+				report_status(g, PM_MSG_RUNNING, b);
+			any = true;
+		}
+	return any;
 }
 
 /* Once no rank runs here, the node is checked before the next generation;
@@ -284,6 +324,8 @@ void pm_gen_progress(struct pm_gen *g)
 				report(g, PM_MSG_READY);
 			again = true;
 		}
+		if (report_running(g))
+			again = true;
 		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done),
 				     g->done_children)) {
 			if (pm_gen_is_root(g))
@@ -419,6 +461,14 @@ int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m)
 		}
 		rank_exit(g, lrank, m);
 		break;
+	case PM_MSG_RANK_RUN:
+		if (m->gen != g->gen || r->st == PM_RANK_ABSENT || r->st == PM_RANK_GONE)
+			return 0;
+		if (m->count & PM_FLAG_BEAT)
+			r->beat_seen = true;
+		else
+			r->run_seen = true;
+		break;
 	case PM_MSG_RANK_STOPPED:
 		if (m->gen != g->gen)
 			return 0;
@@ -508,6 +558,10 @@ int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 	case PM_MSG_DONE:
 		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING)
 			g->done_children += (int)m->count;
+		break;
+	case PM_MSG_RUNNING:
+		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING)
+			g->running_children[m->status ? 1 : 0] += (int)m->count;
 		break;
 	case PM_MSG_STOPPED:
 		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING) {

@@ -75,6 +75,7 @@ struct pm_gen_rank {
 	enum pm_rank_state st;
 	int grank;
 	bool stop_pending; /* STOP sent, its end not seen yet */
+	bool run_seen, beat_seen; /* in this generation: its command runs, beat */
 };
 
 enum pm_checks_state { PM_CHECKS_NONE, PM_CHECKS_RUNNING, PM_CHECKS_DONE };
@@ -90,6 +91,10 @@ struct pm_gen {
 	/* nodes below that reported, and whether this subtree did */
 	int ready_children, done_children, stopped_children;
 	bool local_ready, ready_sent, done_sent, stopped_sent;
+	/* every rank of the subtree runs (0) / has heartbeaten (1) */
+	int running_children[2];
+	bool running_sent[2];
+	uint64_t start_t0;           /* this generation's START */
 	enum pm_checks_state checks; /* between this generation and the next */
 	bool *child_stopped;         /* by child index, in this STOPPING */
 	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
@@ -119,7 +124,7 @@ void pm_gen_checks_done(struct pm_gen *g, const char *why);
 
 /* Rank supervisors. hello: -1 if lrank is out of range or already seen. */
 int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank);
-/* RANK_EXIT, RANK_STOPPED: -1 for another type. */
+/* RANK_EXIT, RANK_STOPPED, RANK_RUN: -1 for another type. */
 int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m);
 void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why);
 

@@ -27,5 +27,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why);
 void pm_gen_root_done(struct pm_gen *g);
 void pm_gen_root_stopped(struct pm_gen *g);
 void pm_gen_root_next(struct pm_gen *g);
+/* Every rank of the generation runs (beat: has heartbeaten). */
+void pm_gen_root_running(struct pm_gen *g, bool beat);
 
 #endif

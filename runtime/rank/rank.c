@@ -266,6 +266,8 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		while (p < buf + n) {
 			struct inotify_event *ie = (struct inotify_event *)p;
 			if (ie->len && !strcmp(ie->name, base) && r->child > 0 && !r->stopping) {
+				if (!r->beat) /* for the root's "every rank beats" */
+					send_simple(r, PM_MSG_RANK_RUN, r->child, PM_FLAG_BEAT);
 				r->beat = true;
 				r->beat_wall_ms = wall_ms();
 				pm_timer_set(r->hang_w.fd, r->hang_ms, 0);
