@@ -244,6 +244,7 @@ static const struct flag flags[] = {
 	{ "health-timeout", UINT, F(health_timeout_ms), 1, 3600000, false },
 	{ "munge-socket", STR, F(munge_socket), 0, PATH_MAX - 1, false },
 	{ "peer-timeout", UINT, F(peer_timeout_ms), 0, 3600000, false },
+	{ "metrics-dir", STR, F(metrics_dir), 0, PATH_MAX - 1, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 

@@ -161,6 +161,7 @@ struct pm_daemon_args {
 	const char *health_report; /* NULL: none */
 	unsigned health_timeout_ms; /* each check script */
 	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
+	const char *metrics_dir;    /* NULL: no metrics file */
 };
 
 #define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
@@ -170,7 +171,7 @@ struct pm_daemon_args {
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS]\n" \
+	"[--peer-timeout MS] [--metrics-dir DIR]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */
