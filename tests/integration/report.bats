@@ -84,3 +84,40 @@ PYEOF
 		[ "$(grep -c "generation 0 starts" "$W/out.$t")" -eq 0 ]
 	done
 }
+
+@test "procmgr timeline draws a step with a failure, a hang and a restart; rsvg-convert renders it" {
+	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:2 --procmgr-hang-timeout=1 \
+		--export=ALL,FAIL_RANK=5,FAIL_AFTER_ALL=1,HANG_RANK=2 bash -c '
+		if [ "$RANK$PROCMGR_RESTART_COUNT" = 21 ]; then touch "$PROCMGR_HEARTBEAT"; sleep 300 & wait; fi
+		[ "$PROCMGR_RESTART_COUNT" = 0 ] || exec env -u FAIL_RANK -u HANG_RANK "$0"
+		exec env -u HANG_RANK "$0"' "$WORKER"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	job=$(last_job)
+	# The step found through the testbed's plugstack.conf (its state_dir).
+	run "$PROCMGR" timeline "$job" --svg "$W/t.svg"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '>gen 2</text>' "$W/t.svg"
+	grep -q '<title>+[0-9.]* s: rank_failed gen 0 rank 5 on pmnode3: exited with code 7</title>' "$W/t.svg"
+	grep -q '<title>+[0-9.]* s: hang gen 1 rank 2 on pmnode2</title>' "$W/t.svg"
+	# A row for each node something happened on.
+	grep -q ">pmnode2</text>" "$W/t.svg"
+	grep -q ">pmnode3</text>" "$W/t.svg"
+	rsvg-convert "$W/t.svg" -o "$W/t.png"
+	[ "$(head -c 8 "$W/t.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
+	[ "$(stat -c %s "$W/t.png")" -gt 10000 ]
+	[ -z "${PM_TIMELINE_PNG:-}" ] || cp "$W/t.png" "$PM_TIMELINE_PNG"
+	# HTML too, and clear errors.
+	"$PROCMGR" timeline --events "$STATE/$job/0.events.jsonl" --html "$W/t.html"
+	grep -q '^<!DOCTYPE html>' "$W/t.html"
+	run "$PROCMGR" timeline "$job"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"say where the picture goes: --svg FILE or --html FILE"* ]]
+	run "$PROCMGR" timeline 12x --svg "$W/x.svg"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'12x' is not JOBID or JOBID.STEP"* ]]
+	run "$PROCMGR" timeline 999999.3 --svg "$W/x.svg"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/999999/3.events.jsonl: No such file or directory"* ]]
+}
