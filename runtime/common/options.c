@@ -30,7 +30,7 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "hang-timeout", "TIME[,FIRST]",
 	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT); "
 	  "FIRST: also one that has not beaten FIRST after its start" PM_TIME_HELP },
-	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
+	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 
