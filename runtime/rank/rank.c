@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -44,6 +45,10 @@ struct rank {
 	 * so that its last lines can say why it failed. -1: straight to ours. */
 	int err_fd, err_child;
 	struct pm_tail tail;
+	char *ob;              /* the command's stderr that ours has not taken */
+	size_t olen, ooff, ocap;
+	bool out_armed;        /* waiting for our stderr; the pipe not read */
+	bool out_file;         /* our stderr cannot be waited for (a file) */
 	/* the current generation */
 	pid_t child;
 	uint32_t gen;
@@ -55,7 +60,7 @@ struct rank {
 	/* how to end */
 	bool exiting;
 	int exit_code;
-	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w, err_w;
+	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w, err_w, out_w;
 	sigset_t orig_mask;
 };
 
@@ -69,6 +74,8 @@ static void msg(struct rank *r, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
+
+static void on_out(struct pm_loop *l, struct pm_watch *w, uint32_t ev);
 
 static void send_text(struct rank *r, enum pm_msg_type t, int status, unsigned flags,
 		      const char *text)
@@ -277,35 +284,98 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 }
 
-/* What the command wrote on stderr: on to ours, its last lines kept. */
-static void drain_stderr(struct rank *r)
+/* What the command wrote on stderr goes on to ours, its last lines kept.
+ * We never block on our stderr (a stuck srun would make procmgrd judge us
+ * silent): what Slurm cannot take yet waits in ob, and meanwhile the pipe
+ * is not read, so the command blocks as it did writing to Slurm itself. */
+static void out_wait(struct rank *r, bool wait)
 {
-	char buf[16384];
+	if (wait == r->out_armed)
+		return;
+	/* Watched only while waiting: a closed reader's HUP would not stop. */
+	if (wait) {
+		r->out_w = (struct pm_watch){ .fd = STDERR_FILENO, .fn = on_out, .arg = r };
+		if (pm_loop_add(&r->loop, &r->out_w, EPOLLOUT)) {
+			r->out_file = true; /* a file: never waits long; written as it comes */
+			return;
+		}
+	} else {
+		pm_loop_del(&r->loop, &r->out_w);
+	}
+	r->out_armed = wait;
+	pm_loop_mod(&r->loop, &r->err_w, wait ? 0 : EPOLLIN);
+}
+
+/* As much of ob as our stderr takes now; block: all of it (at exit). */
+static void flush_out(struct rank *r, bool block)
+{
+	while (r->ooff < r->olen) {
+		struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+		size_t n = r->olen - r->ooff;
+		ssize_t k;
+
+		if (!block && !r->out_file && poll(&p, 1, 0) == 0) {
+			out_wait(r, true);
+			if (r->out_armed)
+				return;
+		}
+		/* A pipe that polls writable takes PIPE_BUF bytes without blocking. */
+		if (!block && n > PIPE_BUF)
+			n = PIPE_BUF;
+		k = write(STDERR_FILENO, r->ob + r->ooff, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r->ooff = r->olen; /* our stderr is gone: keep the tail anyway */
+			break;
+		}
+		r->ooff += (size_t)k;
+	}
+	r->ooff = r->olen = 0;
+	out_wait(r, false);
+}
+
+static void on_out(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	(void)l;
+	(void)ev;
+	flush_out(w->arg, false);
+}
+
+/* Reads what the pipe holds (all of it: final, once the command ended). */
+static void drain_stderr(struct rank *r, bool final)
+{
 	ssize_t n;
 
 	if (r->err_fd < 0)
 		return;
-	while ((n = read(r->err_fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
-		ssize_t off = 0, k;
-		if (n < 0)
-			continue;
-		pm_tail_feed(&r->tail, buf, (size_t)n);
-		while (off < n) {
-			k = write(STDERR_FILENO, buf + off, (size_t)(n - off));
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break; /* our stderr is gone: keep the tail anyway */
-			off += k;
+	for (;;) {
+		if (r->olen + 16384 > r->ocap) {
+			size_t cap = r->olen + 65536;
+			char *b = realloc(r->ob, cap);
+			if (!b)
+				break;
+			r->ob = b;
+			r->ocap = cap;
 		}
+		n = read(r->err_fd, r->ob + r->olen, 16384);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		pm_tail_feed(&r->tail, r->ob + r->olen, (size_t)n);
+		r->olen += (size_t)n;
+		if (!final && r->olen >= 65536)
+			break; /* the rest once Slurm took this */
 	}
+	flush_out(r, false);
 }
 
 static void on_stderr(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	(void)l;
 	(void)ev;
-	drain_stderr(w->arg);
+	drain_stderr(w->arg, false);
 }
 
 /* Why the command failed: torch's error file, or else its stderr's last
@@ -336,7 +406,7 @@ static void reaped(struct rank *r, int status)
 {
 	bool stopped = r->stopping;
 
-	drain_stderr(r);
+	drain_stderr(r, true);
 	r->child = 0;
 	r->last_status = status;
 	pm_timer_set(r->grace_w.fd, 0, 0);
@@ -619,7 +689,9 @@ int main(int argc, char **argv)
 	}
 	if (pm_loop_run(&r.loop))
 		fprintf(stderr, "procmgr: rank %d: epoll: %s\n", r.grank, strerror(errno));
-	drain_stderr(&r);
+	drain_stderr(&r, true);
+	flush_out(&r, true);
+	free(r.ob);
 	if (r.error_file[0])
 		unlink(r.error_file);
 	if (r.c)

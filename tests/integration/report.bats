@@ -121,3 +121,19 @@ PYEOF
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"/999999/3.events.jsonl: No such file or directory"* ]]
 }
+
+@test "a rank's stderr passes through whole, however much, and its last line still says why" {
+	run timeout 60 srun -N2 -n2 --procmgr-restart=never bash -c '
+		if [ "$RANK" = 1 ]; then
+			seq -f "noise line %g" 1 50000 >&2
+			echo "FatalError: after 50000 lines" >&2
+			exit 2
+		fi
+		sleep 30'
+	[ "$status" -eq 2 ]
+	[ "$(grep -c '^noise line ' <<<"$output")" -eq 50000 ]
+	grep -qx 'noise line 50000' <<<"$output"
+	[[ "$output" == *"procmgr: rank 1 on pmnode2 exited with code 2 (FatalError: after 50000 lines) in generation 0; not restarting (restart=never)"* ]]
+	# The root cause is the last lines only, not the whole stream.
+	[ "$(sed -n '/^procmgr: root cause:/,$p' <<<"$output" | grep -c '^  noise line ')" -eq 19 ]
+}
