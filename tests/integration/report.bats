@@ -137,3 +137,23 @@ PYEOF
 	# The root cause is the last lines only, not the whole stream.
 	[ "$(sed -n '/^procmgr: root cause:/,$p' <<<"$output" | grep -c '^  noise line ')" -eq 19 ]
 }
+
+@test "an srun whose stderr is not read for longer than the peer timeout does not make a supervisor look lost" {
+	mkfifo "$W/err.fifo"
+	# The reader opens the FIFO at once but reads nothing for 8 s (the
+	# peer timeout is 5 s): srun, then slurmstepd, then the task's stderr
+	# fill up behind it.
+	(exec 3<"$W/err.fifo"; sleep 8; exec cat <&3 >"$W/err") &
+	reader=$!
+	rc=0
+	timeout 90 srun -N1 -n1 --procmgr-restart=never bash -c '
+		head -c 20000000 /dev/zero | tr "\0" x | fold -w 99 >&2
+		echo >&2
+		echo "end of the flood" >&2' 2>"$W/err.fifo" >"$W/out" || rc=$?
+	wait "$reader"
+	echo "srun exited $rc"; tail -n 3 "$W/err" | cut -c1-120
+	[ "$rc" -eq 0 ]
+	[ "$(grep -c '^x\{99\}$' "$W/err")" -eq 202020 ]
+	grep -qx "end of the flood" "$W/err"
+	! grep -q "lost\|stopped answering" "$W/err"
+}
