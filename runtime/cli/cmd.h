@@ -7,5 +7,6 @@ int pm_cmd_bind(int argc, char **argv);    /* cmd_bind.c */
 int pm_cmd_health(int argc, char **argv);  /* cmd_health.c */
 int pm_cmd_check(int argc, char **argv);   /* cmd_check.c: check-config */
 int pm_cmd_version(int argc, char **argv); /* cmd_version.c */
+int pm_cmd_timeline(int argc, char **argv); /* cmd_timeline.c, timeline.c */
 
 #endif

@@ -15,6 +15,7 @@ static const struct cmd cmds[] = {
 	{ "bind", pm_cmd_bind, "show the affinity plan of each local rank (--explain)" },
 	{ "health", pm_cmd_health, "run node health checks here" },
 	{ "check-config", pm_cmd_check, "check procmgr's line in plugstack.conf" },
+	{ "timeline", pm_cmd_timeline, "draw a step's timeline from its events (--svg FILE)" },
 	{ "version", pm_cmd_version, "print procmgr's version (also --version)" },
 	{ "help", NULL, "this list, or a command's usage (help COMMAND)" },
 };

@@ -74,6 +74,15 @@ int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank)
 	return path(buf, len, "%s/error.%d.json", rundir, lrank);
 }
 
+int pm_path_error_file_gen(char *buf, size_t len, const char *base, uint32_t gen)
+{
+	size_t n = strlen(base);
+
+	if (n > 5 && !strcmp(base + n - 5, ".json"))
+		return path(buf, len, "%.*s.%u.json", (int)(n - 5), base, gen);
+	return path(buf, len, "%s.%u", base, gen);
+}
+
 /* ---- one-line texts ---- */
 
 /* Appends s to buf at *off, control characters as spaces, as much as fits
@@ -235,6 +244,7 @@ static const struct flag flags[] = {
 	{ "health-timeout", UINT, F(health_timeout_ms), 1, 3600000, false },
 	{ "munge-socket", STR, F(munge_socket), 0, PATH_MAX - 1, false },
 	{ "peer-timeout", UINT, F(peer_timeout_ms), 0, 3600000, false },
+	{ "metrics-dir", STR, F(metrics_dir), 0, PATH_MAX - 1, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 

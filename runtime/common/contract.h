@@ -66,9 +66,11 @@
  *   STATE_DIR/JOB/STEP.NODE.run/   procmgrd's run directory, removed at end
  *       sock                       procmgrd's unix socket for its ranks
  *       heartbeat.LRANK            touched by the user's command
- *       error.LRANK.json           TORCHELASTIC_ERROR_FILE: torch's record
- *                                  of the command's error, if it writes one;
- *                                  removed before each generation
+ *       error.LRANK.json           TORCHELASTIC_ERROR_FILE as the plugin
+ *                                  sets it; the supervisor gives each
+ *       error.LRANK.GEN.json       generation its own: torch's record of the
+ *                                  command's error, if it writes one;
+ *                                  removed before the next generation
  *   STATE_DIR/JOB/STEP.NODE.log    procmgrd's stdout and stderr
  *   STATE_DIR/JOB/STEP.events.jsonl  the step's event log (node 0)
  *   STATE_DIR/JOB/STEP.NODE.unhealthy  a failed check, for the plugin
@@ -87,6 +89,9 @@ int pm_path_report(char *buf, size_t len, const char *state_dir, uint32_t job,
 int pm_path_sock(char *buf, size_t len, const char *rundir);
 int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank);
 int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank);
+/* Generation gen's error file, from pm_path_error_file's (or the user's own
+ * TORCHELASTIC_ERROR_FILE): NAME.json -> NAME.GEN.json, else NAME.GEN. */
+int pm_path_error_file_gen(char *buf, size_t len, const char *base, uint32_t gen);
 
 /* ---- the ready pipe ----
  * procmgrd (or the plugin's child, before it becomes procmgrd) writes one
@@ -156,6 +161,7 @@ struct pm_daemon_args {
 	const char *health_report; /* NULL: none */
 	unsigned health_timeout_ms; /* each check script */
 	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
+	const char *metrics_dir;    /* NULL: no metrics file */
 };
 
 #define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
@@ -165,7 +171,7 @@ struct pm_daemon_args {
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS]\n" \
+	"[--peer-timeout MS] [--metrics-dir DIR]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

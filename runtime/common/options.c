@@ -33,7 +33,7 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "spares", "N",
 	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
 	  "(needs --no-kill on the job and the step)" },
-	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
+	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 

@@ -70,6 +70,7 @@ struct pm_site {
 	unsigned fanout;
 	char state_dir[PATH_MAX];
 	char topology[PATH_MAX]; /* hwloc XML, "" for live discovery */
+	char metrics_dir[PATH_MAX]; /* node_exporter's textfile directory, "" for none */
 	unsigned health_timeout_ms; /* per check script */
 	unsigned peer_timeout_ms;   /* a silent tree or rank link is lost; 0: off */
 };

@@ -137,6 +137,7 @@ static const struct site_key keys[] = {
 	{ "fanout", parse_fanout, "a whole number from 2 to 1024", 0 },
 	PATH_KEY("state_dir", state_dir),
 	PATH_KEY("topology", topology),
+	PATH_KEY("metrics_dir", metrics_dir),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

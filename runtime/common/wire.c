@@ -11,8 +11,8 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_ABORT] = "abort", [PM_MSG_RANK_HELLO] = "rank-hello",
 	[PM_MSG_RANK_EXIT] = "rank-exit", [PM_MSG_RANK_STOPPED] = "rank-stopped",
 	[PM_MSG_PRINT] = "print", [PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
-	[PM_MSG_RANK_RUN] = "rank-run",
-	[PM_MSG_REPLACE] = "replace",
+	[PM_MSG_RANK_RUN] = "rank-run", [PM_MSG_REPLACE] = "replace",
+	[PM_MSG_RUNNING] = "running",
 };
 
 const char *pm_msg_name(int type)

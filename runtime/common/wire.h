@@ -37,10 +37,13 @@ enum pm_msg_type {
 	 * alive. Consumed by the connection layer (io/conn.c), never handed on. */
 	PM_MSG_PING,
 	PM_MSG_RANK_RUN,   /* rank -> procmgrd: gen, status: the command's pid
-			    * (and process group), to be killed if we are lost */
+			    * (and process group), to be killed if we are lost;
+			    * again with count PM_FLAG_BEAT at its first heartbeat */
 	/* Spares, down: node (lost) is out of the step; status: the spare
 	 * that takes its slot (rank), or -1; text: why. Applied in order. */
 	PM_MSG_REPLACE,
+	PM_MSG_RUNNING,    /* up, gen, count: nodes of the subtree whose ranks all
+			    * run (status 0) or have all heartbeaten (status 1) */
 	PM_MSG_TYPE_MAX
 };
 
@@ -50,6 +53,8 @@ enum {
 	PM_FLAG_HEALTH = 1u << 2, /* a node failed a health check; text: why */
 	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
 	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
+	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
+	PM_FLAG_BEAT = 1u << 6,   /* RANK_RUN: the command's first heartbeat */
 };
 
 /* START to a rank (spares): rank is the global rank it runs as, node its

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errinfo.h"
 #include "common/text.h"
 
 static void label(const struct pm_gen *g, char *buf, size_t len)
@@ -23,7 +24,7 @@ static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
 {
-	char f[PM_WIRE_TEXT_MAX * 2];
+	char f[PM_WIRE_TEXT_MAX * 3];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -37,9 +38,12 @@ static uint64_t now(struct pm_gen *g)
 	return g->cf.ops->now_ms(g->cf.ctx);
 }
 
-static void give_up(struct pm_gen *g, int code, int rank, int node, const char *text)
+/* blame: rank is the one that failed (its exit code is the step's, the
+ * others end 0), not only the one who says why. */
+static void give_up(struct pm_gen *g, int code, int rank, bool blame, int node,
+		    const char *text)
 {
-	char esc[PM_WIRE_TEXT_MAX];
+	char esc[PM_WIRE_TEXT_MAX * 2];
 	struct pm_msg m;
 
 	pm_json_escape(text, esc, sizeof(esc));
@@ -49,8 +53,28 @@ static void give_up(struct pm_gen *g, int code, int rank, int node, const char *
 	m.status = code;
 	m.rank = rank;
 	m.node = node;
+	m.count = blame && rank >= 0 ? PM_FLAG_BLAME : 0;
 	pm_msg_set_text(&m, text);
 	pm_gen_end(g, &m);
+}
+
+/* torchrun's "Root Cause (first observed failure)": the failing rank's
+ * error after the give-up line, indented, as much as a frame holds. */
+static void root_cause(char *text, size_t len, const struct pm_msg *m, const char *node)
+{
+	const char *d = pm_err_detail(m->text), *e;
+	size_t off = strlen(text);
+
+	if (!*d || off + 64 >= len)
+		return;
+	off += (size_t)snprintf(text + off, len - off, "\nprocmgr: root cause: rank %d on %s:",
+				m->rank, node);
+	for (; *d && off + 4 < len; d = *e ? e + 1 : e) {
+		e = d + strcspn(d, "\n");
+		off += (size_t)snprintf(text + off, len - off, "\n  %.*s", (int)(e - d), d);
+	}
+	if (off >= len)
+		text[len - 1] = '\0';
 }
 
 /* Who says why on srun's stderr when the rank concerned cannot (its
@@ -101,7 +125,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	}
 	snprintf(text, sizeof(text), "procmgr: node %s failed a health check %s: %.900s; "
 		 "ending the step (%s)", node, when, m->text, lbl);
-	give_up(g, 1, -1, m->node, text);
+	give_up(g, 1, -1, false, m->node, text);
 }
 
 /* A hung rank: remembered, the oldest heartbeat first. */
@@ -200,7 +224,7 @@ static bool hang_decide(struct pm_gen *g)
 		snprintf(text, sizeof(text), "procmgr: generation %u: %s; giving up after %d "
 			 "restart%s (%s)", g->gen, what, g->restarts, g->restarts == 1 ? "" : "s",
 			 lbl);
-	give_up(g, 1, h->rank, h->node, text);
+	give_up(g, 1, h->rank, true, h->node, text);
 	return false;
 }
 
@@ -213,12 +237,13 @@ static void root_cancel(struct pm_gen *g, const struct pm_msg *m)
 	      pm_gen_node_name(g, m->node), esc);
 	snprintf(text, sizeof(text), "procmgr: the step was cancelled (%.900s on %s); "
 		 "not restarting", m->text, pm_gen_node_name(g, m->node));
-	give_up(g, 128 + 15, -1, m->node, text);
+	give_up(g, 128 + 15, -1, false, m->node, text);
 }
 
 void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 {
-	char how[128], lbl[64], text[1024], beat[80] = "";
+	char how[128 + PM_ERR_SUMMARY_MAX], lbl[64], text[PM_WIRE_TEXT_MAX], beat[80] = "";
+	char esc[PM_WIRE_TEXT_MAX * 2], err[sizeof(esc) + 16] = "", sum[PM_ERR_SUMMARY_MAX + 4];
 	const char *node = pm_gen_node_name(g, m->node);
 	bool hung = m->count & PM_FLAG_HUNG;
 	bool lost = m->count & PM_FLAG_LOST;
@@ -241,11 +266,19 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 			 m->text_len ? m->text : "the task was killed");
 	else
 		pm_status_describe(m->status, hung, how, sizeof(how));
+	/* The command's own words, from its error file or its stderr. */
+	if (!hung && !lost && !(m->count & PM_FLAG_EXEC) && m->text_len) {
+		size_t n = strlen(how);
+		pm_err_summary(m->text, sum, sizeof(sum));
+		snprintf(how + n, sizeof(how) - n, " (%s)", sum);
+		pm_json_escape(m->text, esc, sizeof(esc));
+		snprintf(err, sizeof(err), ",\"error\":\"%s\"", esc);
+	}
 	if (hung)
 		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu",
 			 strtoull(m->text, NULL, 10));
-	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s",
-	      m->gen, m->rank, node, how, beat,
+	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s%s",
+	      m->gen, m->rank, node, how, beat, err,
 	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
 	      late && !lost && !(hung && g->hang.pending) ? ",\"ignored\":true" : "");
 	if (hung && m->gen == g->gen && (g->phase == PM_PHASE_RUNNING || g->hang.pending)) {
@@ -268,7 +301,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		snprintf(text, sizeof(text), "procmgr: rank %d on %s cannot run its command (%s) "
 			 "in generation %u; not restarting: it would fail the same way (%s)",
 			 m->rank, node, how, m->gen, lbl);
-		give_up(g, pm_status_exit_code(m->status), m->rank, m->node, text);
+		give_up(g, pm_status_exit_code(m->status), m->rank, true, m->node, text);
 		return;
 	}
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
@@ -288,8 +321,10 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 			 "procmgr: rank %d on %s %s in generation %u; giving up after %d "
 			 "restart%s (%s)", m->rank, node, how, m->gen, g->restarts,
 			 g->restarts == 1 ? "" : "s", lbl);
+	if (!lost)
+		root_cause(text, sizeof(text), m, node);
 	give_up(g, hung || lost ? 1 : pm_status_exit_code(m->status),
-		lost ? printer(g, m->rank) : m->rank, m->node, text);
+		lost ? printer(g, m->rank) : m->rank, !lost, m->node, text);
 }
 
 /* "pmnode2 (why), pmnode5 (why)" and "pmnode2,pmnode5": the nodes lost. */
@@ -348,7 +383,7 @@ static void give_up_lost(struct pm_gen *g, const char *what, const char *lbl)
 		g->cf.ops->avoid(g->cf.ctx, list, what);
 	snprintf(text, sizeof(text), "procmgr: %s; ending the step (%s). Nodes lost: %.1500s. "
 		 "Next time: --exclude=%.1000s", what, lbl, named, list);
-	give_up(g, 1, printer(g, -1), -1, text);
+	give_up(g, 1, printer(g, -1), false, -1, text);
 }
 
 /* With spares: the node is out of the step for good, a spare takes its
@@ -375,7 +410,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 		pm_gen_apply_repl(g, &r);
 		say_down(g, &r);
 		tell_avoid(g, why);
-		pm_gen_tell(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
+		pm_gen_say(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
 			   pm_gen_spares_left(g), pm_gen_spares_left(g) == 1 ? "" : "s");
 		if (self)
 			pm_gen_leave(g, "procmgr: this spare node is out of the step");
@@ -407,7 +442,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
 	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
 	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
-	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
+	pm_gen_say(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
 		      "restarting all %d ranks (restart %d of %d, %d spare%s left)", g->gen, name,
 		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_world(g),
 		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
@@ -445,7 +480,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 	      pm_gen_node_name(g, node), esc);
 	snprintf(text, sizeof(text), "procmgr: lost node %s (%.700s); ending the step",
 		 pm_gen_node_name(g, node), why);
-	give_up(g, 1, printer(g, -1), node, text);
+	give_up(g, 1, printer(g, -1), false, node, text);
 }
 
 void pm_gen_root_done(struct pm_gen *g)
@@ -459,7 +494,7 @@ void pm_gen_root_done(struct pm_gen *g)
 		return;
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
-	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
+	pm_gen_note(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);
@@ -478,12 +513,27 @@ void pm_gen_root_stopped(struct pm_gen *g)
 		pm_gen_root_next(g);
 }
 
+void pm_gen_root_running(struct pm_gen *g, bool beat)
+{
+	unsigned long long t = now(g);
+
+	/* Recovery, for a restarted generation: from the failure to here. */
+	if (g->gen > 0)
+		event(g, beat ? "heartbeating" : "running",
+		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,\"since_failure_ms\":%llu",
+		      g->gen, g->cf.ntasks, t - g->start_t0, t - g->fail_t0);
+	else
+		event(g, beat ? "heartbeating" : "running",
+		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu", g->gen, g->cf.ntasks,
+		      t - g->start_t0);
+}
+
 void pm_gen_root_next(struct pm_gen *g)
 {
 	g->restarts++;
 	event(g, "start", "\"gen\":%u,\"restart\":%d,\"since_failure_ms\":%llu", g->gen + 1,
 	      g->restarts, (unsigned long long)(now(g) - g->fail_t0));
-	pm_gen_say(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
+	pm_gen_note(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
 	/* From DELAY: pm_gen_start takes any phase that is not terminal. */
 	pm_gen_start(g, g->gen + 1);
 }

@@ -86,55 +86,50 @@ static int pm_gen_printer_lrank_avoid(const struct pm_gen *g, int avoid)
 	return best;
 }
 
-static int pm_gen_printer_lrank(const struct pm_gen *g)
+int pm_gen_printer(const struct pm_gen *g, int avoid)
 {
-	return pm_gen_printer_lrank_avoid(g, -1);
+	int i = pm_gen_printer_lrank_avoid(g, avoid);
+
+	return i < 0 ? -1 : g->ranks[i].grank;
 }
 
-static void say(struct pm_gen *g, const char *buf)
+static void say(struct pm_gen *g, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static void say(struct pm_gen *g, const char *fmt, va_list ap)
 {
 	struct pm_msg m;
-	int i;
+	char buf[1024];
+	int i, printer = pm_gen_spares(g) ? pm_gen_printer_lrank_avoid(g, -1) : -1;
 
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	pm_msg_init(&m, PM_MSG_PRINT);
 	pm_msg_set_text(&m, buf);
 	/* Rank 0's supervisor on node 0; with spares, whichever live rank the
 	 * root has (rank 0 may have moved, or the root is a spare). */
 	for (i = 0; i < g->cf.ntasks_local; i++)
 		if (connected(&g->ranks[i]) &&
-		    (pm_gen_spares(g) ? i == pm_gen_printer_lrank(g) : g->ranks[i].grank == 0))
+		    (pm_gen_spares(g) ? i == printer : g->ranks[i].grank == 0))
 			g->cf.ops->send_rank(g->cf.ctx, i, &m);
 }
 
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
 {
-	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(g, fmt, ap);
+	va_end(ap);
+}
+
+void pm_gen_note(struct pm_gen *g, const char *fmt, ...)
+{
 	va_list ap;
 
 	if (!g->cf.verbose)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	say(g, fmt, ap);
 	va_end(ap);
-	say(g, buf);
-}
-
-void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	say(g, buf);
-}
-
-int pm_gen_printer(const struct pm_gen *g, int avoid)
-{
-	int i = pm_gen_printer_lrank_avoid(g, avoid);
-
-	return i < 0 ? -1 : g->ranks[i].grank;
 }
 
 /* ---- what every node does on the root's word ---- */
@@ -218,13 +213,19 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 	for (i = 0; i < g->nkids; i++)
 		g->kids[i].done = 0;
 	g->done_sent = false;
+	for (i = 0; i < g->nkids; i++)
+		g->kids[i].running[0] = g->kids[i].running[1] = 0;
+	g->running_sent[0] = g->running_sent[1] = false;
+	g->start_t0 = g->cf.ops->now_ms(g->cf.ctx);
 	pm_msg_init(&m, PM_MSG_START);
 	m.gen = gen;
 	m.count = (uint32_t)g->restarts;
 	g->cf.ops->send_down(g->cf.ctx, &m);
-	for (i = 0; i < g->cf.ntasks_local; i++)
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		g->ranks[i].run_seen = g->ranks[i].beat_seen = false;
 		if (connected(&g->ranks[i]))
 			start_rank(g, i);
+	}
 }
 
 /* FINISH or ABORT: said once, down the tree and to every local rank, and
@@ -284,10 +285,9 @@ void pm_gen_abort_local(struct pm_gen *g, const char *why)
 /* Whether this node may report its whole subtree for phase: it has not yet,
  * its own part is there, and every node below reported. */
 static bool subtree_complete(struct pm_gen *g, enum pm_phase phase, bool *sent,
-			     bool local)
+			     bool local, uint32_t below)
 {
-	if (g->phase != phase || *sent || !local ||
-	    1 + (int)pm_gen_below(g, phase) < pm_gen_expected(g))
+	if (g->phase != phase || *sent || !local || 1 + (int)below < pm_gen_expected(g))
 		return false;
 	*sent = true;
 	return true;
@@ -296,6 +296,16 @@ static bool subtree_complete(struct pm_gen *g, enum pm_phase phase, bool *sent,
 static bool rank_done(const struct pm_gen_rank *r)
 {
 	return r->st == PM_RANK_DONE;
+}
+
+static bool rank_run(const struct pm_gen_rank *r)
+{
+	return r->run_seen;
+}
+
+static bool rank_beat(const struct pm_gen_rank *r)
+{
+	return r->beat_seen;
 }
 
 static bool rank_still(const struct pm_gen_rank *r)
@@ -317,14 +327,40 @@ static bool all_ranks(const struct pm_gen *g, bool (*pred)(const struct pm_gen_r
 	return true;
 }
 
-static void report(struct pm_gen *g, enum pm_msg_type type)
+static void report_status(struct pm_gen *g, enum pm_msg_type type, int status)
 {
 	struct pm_msg m;
 
 	pm_msg_init(&m, type);
 	m.gen = g->gen;
+	m.status = status;
 	m.count = (uint32_t)pm_gen_expected(g);
 	g->cf.ops->send_up(g->cf.ctx, &m);
+}
+
+static void report(struct pm_gen *g, enum pm_msg_type type)
+{
+	report_status(g, type, 0);
+}
+
+/* Every rank runs, then every rank has heartbeaten: the end of a restart
+ * as a user counts it. Reported like READY, before DONE. */
+static bool report_running(struct pm_gen *g)
+{
+	bool any = false;
+	int b;
+
+	for (b = 0; b < 2; b++)
+		if (subtree_complete(g, PM_PHASE_RUNNING, &g->running_sent[b],
+				     all_ranks(g, b ? rank_beat : rank_run),
+				     pm_gen_running_below(g, b))) {
+			if (pm_gen_is_root(g))
+				pm_gen_root_running(g, b);
+			else
+				report_status(g, PM_MSG_RUNNING, b);
+			any = true;
+		}
+	return any;
 }
 
 /* Once no rank runs here, the node is checked before the next generation;
@@ -358,14 +394,18 @@ void pm_gen_progress(struct pm_gen *g)
 
 	while (again) {
 		again = false;
-		if (subtree_complete(g, PM_PHASE_STARTING, &g->ready_sent, g->local_ready)) {
+		if (subtree_complete(g, PM_PHASE_STARTING, &g->ready_sent, g->local_ready,
+				     pm_gen_below(g, PM_PHASE_STARTING))) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_launch(g);
 			else
 				report(g, PM_MSG_READY);
 			again = true;
 		}
-		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done))) {
+		if (report_running(g))
+			again = true;
+		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done),
+				     pm_gen_below(g, PM_PHASE_RUNNING))) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_done(g);
 			else
@@ -374,7 +414,8 @@ void pm_gen_progress(struct pm_gen *g)
 		}
 		if (g->phase == PM_PHASE_STOPPING && !g->stopped_sent &&
 		    all_ranks(g, rank_still) && checked(g) &&
-		    subtree_complete(g, PM_PHASE_STOPPING, &g->stopped_sent, true)) {
+		    subtree_complete(g, PM_PHASE_STOPPING, &g->stopped_sent, true,
+				     pm_gen_below(g, PM_PHASE_STOPPING))) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_stopped(g);
 			else
@@ -503,6 +544,14 @@ int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m)
 		}
 		rank_exit(g, lrank, m);
 		break;
+	case PM_MSG_RANK_RUN:
+		if (m->gen != g->gen || r->st == PM_RANK_ABSENT || r->st == PM_RANK_GONE)
+			return 0;
+		if (m->count & PM_FLAG_BEAT)
+			r->beat_seen = true;
+		else
+			r->run_seen = true;
+		break;
 	case PM_MSG_RANK_STOPPED:
 		if (m->gen != g->gen)
 			return 0;
@@ -620,6 +669,10 @@ int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 	case PM_MSG_DONE:
 		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING && k)
 			k->done = m->count;
+		break;
+	case PM_MSG_RUNNING:
+		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING && k)
+			k->running[m->status ? 1 : 0] = m->count;
 		break;
 	case PM_MSG_STOPPED:
 		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING && k) {

@@ -84,6 +84,7 @@ struct pm_gen_rank {
 	enum pm_rank_state st;
 	int grank;
 	bool stop_pending; /* STOP sent, its end not seen yet */
+	bool run_seen, beat_seen; /* in this generation: its command runs, beat */
 };
 
 enum pm_checks_state { PM_CHECKS_NONE, PM_CHECKS_RUNNING, PM_CHECKS_DONE };
@@ -96,6 +97,7 @@ struct pm_gen_child {
 	int node;
 	bool up;                 /* joined, not lost */
 	uint32_t ready, done, stopped;
+	uint32_t running[2];     /* RUNNING: its ranks run, have heartbeaten */
 	bool stopped_rep;
 };
 
@@ -120,6 +122,9 @@ struct pm_gen {
 	struct pm_gen_child *kids;
 	int nkids, kids_cap;
 	bool local_ready, ready_sent, done_sent, stopped_sent;
+	/* every rank of the subtree runs (0) / has heartbeaten (1) */
+	bool running_sent[2];
+	uint64_t start_t0;           /* this generation's START */
 	enum pm_checks_state checks; /* between this generation and the next */
 	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
 	/* Spares (cf.spares > 0). */
@@ -157,7 +162,7 @@ void pm_gen_checks_done(struct pm_gen *g, const char *why);
 
 /* Rank supervisors. hello: -1 if lrank is out of range or already seen. */
 int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank);
-/* RANK_EXIT, RANK_STOPPED: -1 for another type. */
+/* RANK_EXIT, RANK_STOPPED, RANK_RUN: -1 for another type. */
 int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m);
 void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why);
 

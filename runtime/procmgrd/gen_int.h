@@ -5,10 +5,10 @@
 #include "gen.h"
 
 void pm_gen_log(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* --procmgr-verbose: a line on srun's stderr through rank 0's supervisor. */
+/* A decision: a line on srun's stderr through rank 0's supervisor. */
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The same, always: what a user must not miss (a node replaced). */
-void pm_gen_tell(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, with --procmgr-verbose only: what is not a decision. */
+void pm_gen_note(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pm_gen_is_root(const struct pm_gen *g);
 
 /* What every node does on the root's word. */
@@ -27,6 +27,8 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why);
 void pm_gen_root_done(struct pm_gen *g);
 void pm_gen_root_stopped(struct pm_gen *g);
 void pm_gen_root_next(struct pm_gen *g);
+/* Every rank of the generation runs (beat: has heartbeaten). */
+void pm_gen_root_running(struct pm_gen *g, bool beat);
 
 /* spares.c */
 bool pm_gen_spares(const struct pm_gen *g);
@@ -37,6 +39,7 @@ int pm_gen_spares_init(struct pm_gen *g);
 void pm_gen_spares_free(struct pm_gen *g);
 int pm_gen_expected(const struct pm_gen *g);
 uint32_t pm_gen_below(const struct pm_gen *g, enum pm_phase phase);
+uint32_t pm_gen_running_below(const struct pm_gen *g, int beat);
 void pm_gen_exclude(struct pm_gen *g, int node);
 void pm_gen_apply_repl(struct pm_gen *g, const struct pm_repl *r);
 void pm_gen_repl_msg(const struct pm_repl *r, struct pm_msg *m);

@@ -341,6 +341,7 @@ int main(int argc, char **argv)
 	snprintf(d.rundir, sizeof(d.rundir), "%s", a.rundir);
 	events = a.events;
 	s->munge_socket = a.munge_socket;
+	s->metrics_dir = a.metrics_dir;
 	s->health_timeout_ms = a.health_timeout_ms;
 	s->peer_timeout_ms = a.peer_timeout_ms;
 	opts = a.opts;

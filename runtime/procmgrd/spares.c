@@ -145,6 +145,17 @@ uint32_t pm_gen_below(const struct pm_gen *g, enum pm_phase phase)
 	return n;
 }
 
+uint32_t pm_gen_running_below(const struct pm_gen *g, int beat)
+{
+	uint32_t n = 0;
+	int i;
+
+	for (i = 0; i < g->nkids; i++)
+		if (g->kids[i].up)
+			n += g->kids[i].running[beat ? 1 : 0];
+	return n;
+}
+
 /* A node lost for good: not counted, not waited for, never taken back. */
 void pm_gen_exclude(struct pm_gen *g, int node)
 {
@@ -158,6 +169,7 @@ void pm_gen_exclude(struct pm_gen *g, int node)
 	if (i >= 0) {
 		g->kids[i].up = false;
 		g->kids[i].ready = g->kids[i].done = g->kids[i].stopped = 0;
+		g->kids[i].running[0] = g->kids[i].running[1] = 0;
 	}
 }
 

@@ -17,6 +17,7 @@
 #include "io/conn.h"
 #include "io/events.h"
 #include "io/loop.h"
+#include "metrics.h"
 
 /* gate.c: a tree connection that has not said HELLO yet. */
 struct pm_pending {
@@ -37,6 +38,9 @@ struct pm_step {
 	unsigned health_timeout_ms;
 	struct pm_guard *guard;
 	struct pm_events events; /* root only */
+	const char *metrics_dir;     /* root only; NULL: none */
+	struct pm_metrics metrics;
+	bool metrics_started, metrics_failed; /* a failure is said once, not retried */
 	/* the machine */
 	struct pm_gen gen;
 	/* rank links, by local rank; NULL until its HELLO */
@@ -95,6 +99,9 @@ struct pm_step {
 #define PM_GATE_LOG_WINDOW_MS 10000
 #define PM_GATE_LOG_BURST 10
 int pm_gate_init(struct pm_step *s);
+/* metrics.c: the root's events as the site's metrics (metrics_dir). */
+void pm_step_metrics_event(struct pm_step *s, const char *name, const char *fields);
+void pm_step_metrics_end(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
 bool pm_gate_full(const struct pm_step *s);
 /* -1 if full (or out of memory): the caller refuses the connection. */

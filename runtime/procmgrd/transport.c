@@ -125,6 +125,7 @@ static void event(void *ctx, const char *name, const char *fields)
 	struct pm_msg m;
 	int i;
 
+	pm_step_metrics_event(s, name, fields);
 	if (pm_event(&s->events, name, fields) == 0 || s->events.lost != 1)
 		return;
 	/* Said once, here and on srun's stderr through rank 0's supervisor. */
@@ -412,6 +413,7 @@ void pm_step_free(struct pm_step *s)
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);
 	pm_events_close(&s->events);
+	pm_step_metrics_end(s);
 	pm_gen_free(&s->gen);
 	free(s->ranks);
 	free(s->children);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/errinfo.h"
 #include "common/options.h"
 #include "common/policy.h"
 #include "common/text.h"
@@ -40,7 +42,16 @@ struct rank {
 	unsigned grace_ms, hang_ms, hang_first_ms;
 	unsigned peer_timeout_ms; /* procmgrd silent this long: it is gone */
 	const char *heartbeat;
-	const char *error_file; /* TORCHELASTIC_ERROR_FILE */
+	const char *error_base; /* TORCHELASTIC_ERROR_FILE as the plugin set it */
+	char error_file[PATH_MAX]; /* the generation's own, "" if none */
+	/* The command's stderr passes through us (err_fd: our end of the pipe)
+	 * so that its last lines can say why it failed. -1: straight to ours. */
+	int err_fd, err_child;
+	struct pm_tail tail;
+	char *ob;              /* the command's stderr that ours has not taken */
+	size_t olen, ooff, ocap;
+	bool out_armed;        /* waiting for our stderr; the pipe not read */
+	bool out_file;         /* our stderr cannot be waited for (a file) */
 	/* the current generation */
 	pid_t child;
 	uint32_t gen;
@@ -52,7 +63,7 @@ struct rank {
 	/* how to end */
 	bool exiting;
 	int exit_code;
-	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w;
+	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w, err_w, out_w;
 	sigset_t orig_mask;
 };
 
@@ -66,6 +77,8 @@ static void msg(struct rank *r, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
+
+static void on_out(struct pm_loop *l, struct pm_watch *w, uint32_t ev);
 
 static void send_text(struct rank *r, enum pm_msg_type t, int status, unsigned flags,
 		      const char *text)
@@ -137,9 +150,18 @@ static void start_child(struct rank *r, uint32_t gen)
 	if (r->heartbeat)
 		unlink(r->heartbeat); /* judged after its first heartbeat, or FIRST */
 	pm_timer_set(r->hang_w.fd, r->heartbeat ? r->hang_first_ms : 0, 0);
-	if (r->error_file)
-		unlink(r->error_file); /* an error is the generation's own */
+	/* An error is the generation's own: the last one's file goes. */
+	if (r->error_file[0])
+		unlink(r->error_file);
+	r->error_file[0] = '\0';
+	if (r->error_base &&
+	    pm_path_error_file_gen(r->error_file, sizeof(r->error_file), r->error_base, gen) == 0)
+		unlink(r->error_file);
+	pm_tail_reset(&r->tail);
 	snprintf(count, sizeof(count), "%u", gen);
+	/* In the ranks' output and per-task files, where a generation begins. */
+	if (gen > 0)
+		msg(r, "procmgr: rank %d: generation %u starts", r->grank, gen);
 	r->noexec = false;
 	/* Closed by a successful exec; an errno comes back through it if exec
 	 * fails, which tells "cannot run" from a command exiting 127. */
@@ -176,6 +198,10 @@ static void start_child(struct rank *r, uint32_t gen)
 			if (r->master[0])
 				setenv(PM_ENV_MASTER_ADDR, r->master, 1);
 		}
+		if (r->error_file[0])
+			setenv(PM_ENV_TE_ERROR_FILE, r->error_file, 1);
+		if (r->err_child >= 0 && dup2(r->err_child, STDERR_FILENO) < 0)
+			_exit(126);
 		close(ep[0]);
 		execvp(r->argv[0], r->argv);
 		e = errno;
@@ -260,6 +286,8 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		while (p < buf + n) {
 			struct inotify_event *ie = (struct inotify_event *)p;
 			if (ie->len && !strcmp(ie->name, base) && r->child > 0 && !r->stopping) {
+				if (!r->beat) /* for the root's "every rank beats" */
+					send_simple(r, PM_MSG_RANK_RUN, r->child, PM_FLAG_BEAT);
 				r->beat = true;
 				r->beat_wall_ms = wall_ms();
 				pm_timer_set(r->hang_w.fd, r->hang_ms, 0);
@@ -269,10 +297,129 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 }
 
+/* What the command wrote on stderr goes on to ours, its last lines kept.
+ * We never block on our stderr (a stuck srun would make procmgrd judge us
+ * silent): what Slurm cannot take yet waits in ob, and meanwhile the pipe
+ * is not read, so the command blocks as it did writing to Slurm itself. */
+static void out_wait(struct rank *r, bool wait)
+{
+	if (wait == r->out_armed)
+		return;
+	/* Watched only while waiting: a closed reader's HUP would not stop. */
+	if (wait) {
+		r->out_w = (struct pm_watch){ .fd = STDERR_FILENO, .fn = on_out, .arg = r };
+		if (pm_loop_add(&r->loop, &r->out_w, EPOLLOUT)) {
+			r->out_file = true; /* a file: never waits long; written as it comes */
+			return;
+		}
+	} else {
+		pm_loop_del(&r->loop, &r->out_w);
+	}
+	r->out_armed = wait;
+	pm_loop_mod(&r->loop, &r->err_w, wait ? 0 : EPOLLIN);
+}
+
+/* As much of ob as our stderr takes now; block: all of it (at exit). */
+static void flush_out(struct rank *r, bool block)
+{
+	while (r->ooff < r->olen) {
+		struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+		size_t n = r->olen - r->ooff;
+		ssize_t k;
+
+		if (!block && !r->out_file && poll(&p, 1, 0) == 0) {
+			out_wait(r, true);
+			if (r->out_armed)
+				return;
+		}
+		/* A pipe that polls writable takes PIPE_BUF bytes without blocking. */
+		if (!block && n > PIPE_BUF)
+			n = PIPE_BUF;
+		k = write(STDERR_FILENO, r->ob + r->ooff, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r->ooff = r->olen; /* our stderr is gone: keep the tail anyway */
+			break;
+		}
+		r->ooff += (size_t)k;
+	}
+	r->ooff = r->olen = 0;
+	out_wait(r, false);
+}
+
+static void on_out(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	(void)l;
+	(void)ev;
+	flush_out(w->arg, false);
+}
+
+/* Reads what the pipe holds (all of it: final, once the command ended). */
+static void drain_stderr(struct rank *r, bool final)
+{
+	ssize_t n;
+
+	if (r->err_fd < 0)
+		return;
+	for (;;) {
+		if (r->olen + 16384 > r->ocap) {
+			size_t cap = r->olen + 65536;
+			char *b = realloc(r->ob, cap);
+			if (!b)
+				break;
+			r->ob = b;
+			r->ocap = cap;
+		}
+		n = read(r->err_fd, r->ob + r->olen, 16384);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		pm_tail_feed(&r->tail, r->ob + r->olen, (size_t)n);
+		r->olen += (size_t)n;
+		if (!final && r->olen >= 65536)
+			break; /* the rest once Slurm took this */
+	}
+	flush_out(r, false);
+}
+
+static void on_stderr(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	(void)l;
+	(void)ev;
+	drain_stderr(w->arg, false);
+}
+
+/* Why the command failed: torch's error file, or else its stderr's last
+ * lines; "" if neither says anything. */
+static void failure_text(struct rank *r, char *text, size_t len)
+{
+	char json[65536], msgtext[1024], trace[PM_WIRE_TEXT_MAX], tail[PM_TAIL_BYTES];
+	ssize_t n = -1;
+	int fd = -1;
+
+	text[0] = '\0';
+	if (r->error_file[0])
+		fd = open(r->error_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		n = read(fd, json, sizeof(json));
+		close(fd);
+	}
+	if (n > 0 && pm_errfile_parse(json, (size_t)n, msgtext, sizeof(msgtext), trace,
+				      sizeof(trace)) == 0 && msgtext[0]) {
+		pm_err_compose(msgtext, trace, text, len);
+		return;
+	}
+	pm_tail_lines(&r->tail, PM_TAIL_LINES, tail, sizeof(tail));
+	pm_err_from_tail(tail, text, len);
+}
+
 static void reaped(struct rank *r, int status)
 {
 	bool stopped = r->stopping;
 
+	drain_stderr(r, true);
 	r->child = 0;
 	r->last_status = status;
 	pm_timer_set(r->grace_w.fd, 0, 0);
@@ -288,8 +435,13 @@ static void reaped(struct rank *r, int status)
 	}
 	else if (stopped)
 		send_simple(r, PM_MSG_RANK_STOPPED, status, 0);
-	else
+	else if (r->noexec || status == 0)
 		send_simple(r, PM_MSG_RANK_EXIT, status, r->noexec ? PM_FLAG_EXEC : 0);
+	else {
+		char text[PM_WIRE_TEXT_MAX + 1];
+		failure_text(r, text, sizeof(text));
+		send_text(r, PM_MSG_RANK_EXIT, status, 0, text[0] ? text : NULL);
+	}
 }
 
 static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -355,7 +507,8 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 		/* The failing rank, or rank 0 for a step-wide reason, says why. */
 		if (m->text_len && (m->rank == r->grank || (m->rank < 0 && r->grank == 0)))
 			msg(r, "%s", m->text);
-		finish(r, m->status);
+		/* srun's per-task lines then name the task that failed. */
+		finish(r, (m->count & PM_FLAG_BLAME) && m->rank != r->grank ? 0 : m->status);
 		break;
 	case PM_MSG_PRINT:
 		msg(r, "%s", m->text);
@@ -445,7 +598,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 	if (read_opts(r, err, errlen))
 		return -1;
 	r->heartbeat = r->hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
-	r->error_file = getenv(PM_ENV_TE_ERROR_FILE);
+	r->error_base = getenv(PM_ENV_TE_ERROR_FILE);
 	r->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	if (env_uint(PM_ENV_PEER_TIMEOUT, &r->peer_timeout_ms)) {
 		snprintf(err, errlen, PM_ENV_PEER_TIMEOUT " is not a number of milliseconds");
@@ -497,6 +650,21 @@ static int setup(struct rank *r, char *err, size_t errlen)
 			goto sys;
 	}
 
+	/* On a terminal (srun --pty) the command keeps it: it may ask isatty. */
+	if (!isatty(STDERR_FILENO)) {
+		int ep[2];
+		if (pipe2(ep, O_CLOEXEC | O_NONBLOCK))
+			goto sys;
+		r->err_fd = ep[0];
+		r->err_child = ep[1];
+		/* The command's end blocks as a pipe does; ours never blocks. */
+		if (fcntl(ep[1], F_SETFL, 0))
+			goto sys;
+		r->err_w = (struct pm_watch){ .fd = ep[0], .fn = on_stderr, .arg = r };
+		if (pm_loop_add(&r->loop, &r->err_w, EPOLLIN))
+			goto sys;
+	}
+
 	strcpy(sa.sun_path, sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
@@ -525,6 +693,7 @@ int main(int argc, char **argv)
 	const char *argv0 = getenv(PM_ENV_ARGV0);
 
 	memset(&r, 0, sizeof(r));
+	r.err_fd = r.err_child = -1;
 	if (argc < 1 || !argv0) {
 		fprintf(stderr, "procmgr-rank: " PM_ENV_ARGV0 " is not set: procmgr-rank runs "
 			"inside a procmgr step only\n");
@@ -540,6 +709,11 @@ int main(int argc, char **argv)
 	}
 	if (pm_loop_run(&r.loop))
 		fprintf(stderr, "procmgr: rank %d: epoll: %s\n", r.grank, strerror(errno));
+	drain_stderr(&r, true);
+	flush_out(&r, true);
+	free(r.ob);
+	if (r.error_file[0])
+		unlink(r.error_file);
 	if (r.c)
 		pm_conn_free(r.c);
 	if (r.heartbeat)

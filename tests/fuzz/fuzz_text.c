@@ -1,5 +1,6 @@
 /* The small text parsers: host lists, check specs, durations, the tree
- * handshake, the ready and report lines, procmgrd's argv. Each input is
+ * handshake, the ready and report lines, procmgrd's argv, torch's error
+ * file and the error report made of stderr's tail. Each input is
  * given to every one; what parses must format back the same way where a
  * formatter exists. */
 #include <assert.h>
@@ -10,6 +11,7 @@
 #include "common/checkspec.h"
 #include "common/contract.h"
 #include "common/duration.h"
+#include "common/errinfo.h"
 #include "common/handshake.h"
 #include "common/hostlist.h"
 
@@ -41,6 +43,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)pm_ready_parse(s, &r);
 	(void)pm_report_parse(s, &rep);
+	{
+		static struct pm_tail t;
+		char msg[64], trace[64], tail[PM_TAIL_BYTES], text[512], sum[PM_ERR_SUMMARY_MAX + 4];
+		if (pm_errfile_parse((const char *)data, size, msg, sizeof(msg), trace,
+				     sizeof(trace)) == 0)
+			assert(strlen(msg) < sizeof(msg) && strlen(trace) < sizeof(trace));
+		pm_tail_reset(&t);
+		pm_tail_feed(&t, (const char *)data, size);
+		pm_tail_lines(&t, PM_TAIL_LINES, tail, sizeof(tail));
+		pm_err_from_tail(tail, text, sizeof(text));
+		pm_err_summary(text, sum, sizeof(sum));
+		assert(strlen(sum) <= PM_ERR_SUMMARY_MAX + 3 && !strchr(sum, '\n'));
+	}
 	argv[argc++] = "procmgrd";
 	for (tok = strtok_r(s, " ", &save); tok && argc < 47; tok = strtok_r(NULL, " ", &save))
 		argv[argc++] = tok;

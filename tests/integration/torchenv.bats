@@ -29,12 +29,12 @@ envline='echo "env rank=$RANK gen=$PROCMGR_RESTART_COUNT role=$ROLE_NAME rrank=$
 			[[ "$line" == *" tnccl=1 nccl=1 omp=1 "* ]] || { echo "bad: $line"; return 1; }
 			[[ "$line" == *" stale=no "* ]] || { echo "stale error file: $line"; return 1; }
 			# The run id is the step's; the error file is in the node's run
-			# directory, one per local rank.
+			# directory, one per local rank and generation.
 			id=$(sed 's/.* job=\([^ ]*\) .*/\1/' <<<"$line")
 			[[ "$line" == *" run=$id "* ]] || { echo "bad run id: $line"; return 1; }
 			node=$(sed 's/.* node=\([^ ]*\) .*/\1/' <<<"$line")
 			lr=$(sed 's/.* local=\([^ ]*\)$/\1/' <<<"$line")
-			[[ "$line" == *" errfile=$STATE/${id%.*}/${id#*.}.$node.run/error.$lr.json "* ]] ||
+			[[ "$line" == *" errfile=$STATE/${id%.*}/${id#*.}.$node.run/error.$lr.$g.json "* ]] ||
 				{ echo "bad error file: $line"; return 1; }
 		done
 	done

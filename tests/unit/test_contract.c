@@ -48,6 +48,15 @@ static void test_paths(void **state)
 	assert_string_equal(b, "/s/42/3.7.run/heartbeat.5");
 	assert_int_equal(pm_path_error_file(b, sizeof(b), "/s/42/3.7.run", 5), 0);
 	assert_string_equal(b, "/s/42/3.7.run/error.5.json");
+	{
+		char g[64];
+		assert_int_equal(pm_path_error_file_gen(g, sizeof(g), "/r/error.5.json", 12), 0);
+		assert_string_equal(g, "/r/error.5.12.json");
+		assert_int_equal(pm_path_error_file_gen(g, sizeof(g), "/tmp/err", 0), 0);
+		assert_string_equal(g, "/tmp/err.0");
+		assert_int_equal(pm_path_error_file_gen(g, sizeof(g), ".json", 1), 0);
+		assert_string_equal(g, ".json.1");
+	}
 	/* Slurm's ids are 32 bits: the largest still print in full. */
 	assert_int_equal(pm_path_rundir(b, sizeof(b), "/s", 4294967295u, 4294967294u,
 					4294967293u), 0);
@@ -237,6 +246,7 @@ static void full_args(struct pm_daemon_args *a)
 	a->health_report = "/s/7/3.2.unhealthy";
 	a->health_timeout_ms = 1500;
 	a->peer_timeout_ms = 2500;
+	a->metrics_dir = "/var/lib/prometheus/node-exporter";
 }
 
 static void same_str(const char *a, const char *b)
@@ -266,6 +276,7 @@ static void same_args(const struct pm_daemon_args *a, const struct pm_daemon_arg
 	same_str(a->health_report, b->health_report);
 	assert_int_equal(a->health_timeout_ms, b->health_timeout_ms);
 	assert_int_equal(a->peer_timeout_ms, b->peer_timeout_ms);
+	same_str(a->metrics_dir, b->metrics_dir);
 }
 
 static int argc_of(char **argv)
@@ -293,7 +304,7 @@ static void test_args_round_trip(void **state)
 	assert_string_equal(argv[3], "--step");
 	assert_string_equal(argv[5], "--node-id");
 	assert_string_equal(argv[6], "2");
-	assert_int_equal(argc_of(argv), 35);
+	assert_int_equal(argc_of(argv), 37);
 	assert_string_equal(argv[31], "--munge-socket");
 	assert_int_equal(pm_daemon_args_parse(&b, argc_of(argv), argv, err, sizeof(err)), 0);
 	same_args(&a, &b);
@@ -320,6 +331,7 @@ static void test_args_optional_left_out(void **state)
 		assert_string_not_equal(argv[i], "--watch-pid");
 		assert_string_not_equal(argv[i], "--munge-socket");
 		assert_string_not_equal(argv[i], "--health-report");
+		assert_string_not_equal(argv[i], "--metrics-dir");
 	}
 	assert_int_equal(pm_daemon_args_parse(&b, argc_of(argv), argv, err, sizeof(err)), 0);
 	a.munge_socket = NULL;

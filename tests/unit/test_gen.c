@@ -1347,6 +1347,150 @@ static void test_orphan_reports_again_to_new_parent(void **state)
 	done(w);
 }
 
+/* ---- what a user is told: the error, every rank running again ---- */
+
+static void rank_run(struct world *w, int lrank, uint32_t gen, uint32_t flags)
+{
+	struct pm_msg m;
+	msg(&m, PM_MSG_RANK_RUN, gen, 4242, flags);
+	assert_int_equal(pm_gen_rank_msg(&w->g, lrank, &m), 0);
+}
+
+static void test_error_in_restart_line(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	const struct rec *r;
+	struct pm_msg m;
+	(void)state;
+
+	w->g.cf.verbose = false;
+	launch(w, 0);
+	clear(w);
+	msg(&m, PM_MSG_RANK_EXIT, 0, EXIT(1), 0);
+	pm_msg_set_text(&m, "ValueError: loss is nan\nTraceback:\n  File \"t.py\"\nValueError: loss is nan");
+	assert_int_equal(pm_gen_rank_msg(&w->g, 1, &m), 0);
+	/* Said without --procmgr-verbose: a decision. */
+	assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text,
+			       "procmgr: generation 0: rank 1 on n0 exited with code 1 (ValueError: "
+			       "loss is nan); restarting all 2 ranks (restart 1 of 1)"));
+	assert_non_null(strstr(event(w, "rank_failed"), "\"status\":\"exited with code 1 "
+			       "(ValueError: loss is nan)\",\"error\":\"ValueError: loss is nan\\u000a"
+			       "Traceback:\\u000a  File \\\"t.py\\\"\\u000aValueError: loss is nan\""));
+	rank_stopped(w, 0, 0);
+	/* What is not a decision needs --procmgr-verbose. */
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 1);
+	assert_int_equal(w->g.gen, 1);
+	/* Giving up: the root cause follows, and the failing rank alone is blamed. */
+	clear(w);
+	msg(&m, PM_MSG_RANK_EXIT, 1, EXIT(2), 0);
+	pm_msg_set_text(&m, "boom\nline one\nboom");
+	assert_int_equal(pm_gen_rank_msg(&w->g, 0, &m), 0);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.count, PM_FLAG_BLAME);
+	assert_int_equal(r->m.rank, 0);
+	assert_int_equal(r->m.status, 2);
+	assert_string_equal(r->m.text, "procmgr: rank 0 on n0 exited with code 2 (boom) in "
+			    "generation 1; giving up after 1 restart (restart=on-failure:1)\n"
+			    "procmgr: root cause: rank 0 on n0:\n  line one\n  boom");
+	done(w);
+}
+
+static void test_hang_and_lost_carry_no_error(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_NEVER, 0, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	pm_gen_rank_gone(&w->g, 1, "it exited or was killed");
+	assert_null(strstr(event(w, "rank_failed"), "\"error\""));
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	/* Said by another rank: nobody is blamed for its exit code. */
+	assert_int_equal(r->m.count, 0);
+	assert_null(strstr(r->m.text, "root cause"));
+	done(w);
+}
+
+static void test_inner_node_reports_running(void **state)
+{
+	/* 4 nodes, fanout 2: node 1's subtree is {1, 3}. */
+	struct world *w = node(1, 4, 2, 8, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	struct pm_msg m;
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 2);
+	parent(w, PM_MSG_START, 0);
+	clear(w);
+	rank_run(w, 0, 0, 0);
+	rank_run(w, 1, 0, 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 0); /* node 3 not yet */
+	rank_run(w, 0, 0, PM_FLAG_BEAT);
+	rank_run(w, 1, 0, PM_FLAG_BEAT);
+	child(w, 3, PM_MSG_RUNNING, 0, 1);
+	r = last(w, A_UP, PM_MSG_RUNNING);
+	assert_non_null(r);
+	assert_int_equal(r->m.count, 2);
+	assert_int_equal(r->m.status, 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 1);
+	/* A stale generation's report counts for nothing. */
+	msg(&m, PM_MSG_RUNNING, 7, 1, 1);
+	assert_int_equal(pm_gen_child_msg(&w->g, 3, &m), 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 1);
+	msg(&m, PM_MSG_RUNNING, 0, 1, 1);
+	assert_int_equal(pm_gen_child_msg(&w->g, 3, &m), 0);
+	r = last(w, A_UP, PM_MSG_RUNNING);
+	assert_int_equal(r->m.status, 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 2);
+	/* Once per generation. */
+	rank_run(w, 1, 0, 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 2);
+	/* Before DONE, on the next generation again. */
+	parent(w, PM_MSG_STOP, 0);
+	rank_stopped(w, 0, 0);
+	rank_stopped(w, 1, 0);
+	parent(w, PM_MSG_START, 1);
+	clear(w);
+	rank_run(w, 0, 1, 0);
+	rank_run(w, 1, 1, 0);
+	child(w, 3, PM_MSG_RUNNING, 1, 1);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_RUNNING), 1);
+	done(w);
+}
+
+static void test_root_running_event(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	(void)state;
+
+	w->now = 100;
+	launch(w, 0);
+	w->now = 130;
+	rank_run(w, 0, 0, 0);
+	assert_null(event(w, "running"));
+	rank_run(w, 1, 0, 0);
+	assert_string_equal(event(w, "running"), "\"gen\":0,\"ranks\":2,\"since_start_ms\":30");
+	w->now = 1000;
+	rank_exit(w, 1, 0, EXIT(3), 0);
+	w->now = 1010;
+	rank_stopped(w, 0, 0);
+	clear(w);
+	w->now = 1050;
+	rank_run(w, 0, 1, 0);
+	rank_run(w, 1, 1, 0);
+	assert_string_equal(event(w, "running"),
+			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":40,\"since_failure_ms\":50");
+	assert_null(event(w, "heartbeating"));
+	w->now = 1500;
+	rank_run(w, 0, 1, PM_FLAG_BEAT);
+	rank_run(w, 1, 1, PM_FLAG_BEAT);
+	assert_string_equal(event(w, "heartbeating"),
+			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":490,\"since_failure_ms\":500");
+	done(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1362,6 +1506,10 @@ int main(void)
 		cmocka_unit_test(test_new_root_acts_with_a_majority),
 		cmocka_unit_test(test_new_root_without_majority_leaves),
 		cmocka_unit_test(test_orphan_reports_again_to_new_parent),
+		cmocka_unit_test(test_error_in_restart_line),
+		cmocka_unit_test(test_hang_and_lost_carry_no_error),
+		cmocka_unit_test(test_inner_node_reports_running),
+		cmocka_unit_test(test_root_running_event),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
 		cmocka_unit_test(test_restart_cycle),

@@ -888,6 +888,9 @@ static void test_site_keys(void **state)
 	assert_string_equal(s.state_dir, "/var/lib/procmgr");
 	site_ok(&s, "topology=/etc/procmgr/topo.xml");
 	assert_string_equal(s.topology, "/etc/procmgr/topo.xml");
+	assert_string_equal(s.metrics_dir, "");
+	site_ok(&s, "metrics_dir=/var/lib/prometheus/node-exporter");
+	assert_string_equal(s.metrics_dir, "/var/lib/prometheus/node-exporter");
 	assert_string_equal(s.runtime, "/opt/procmgr/libexec/procmgrd");
 	/* A path of PATH_MAX - 1 characters fits. */
 	assert_non_null(longest);
@@ -1011,6 +1014,7 @@ static void test_site_bad(void **state)
 		{ "state_dir", "var/spool", "an absolute path" },
 		{ "topology", "topo.xml", "an absolute path" },
 		{ "topology", "", "an absolute path" },
+		{ "metrics_dir", "metrics", "an absolute path" },
 		{ "default_restart", "", "never, on-failure[:N] or always[:N]" },
 		{ "default_restart", "sometimes", "never, on-failure[:N] or always[:N]" },
 		{ "default_restart", "on-failure:-1", "never, on-failure[:N] or always[:N]" },

@@ -1,0 +1,51 @@
+/* Prometheus metrics of a step, in node_exporter's textfile format: the
+ * root's procmgrd keeps counters from its own events (so every decision,
+ * the lead's new ones included, counts without a second call site) and
+ * rewrites one file per step in the site's metrics_dir, atomically.
+ *
+ * pm_metrics_note and pm_metrics_format are pure (metrics_text.c, unit
+ * tested); pm_metrics_write and pm_metrics_remove do the file
+ * (metrics_file.c); metrics.c feeds them from procmgrd's step. */
+#ifndef PM_METRICS_H
+#define PM_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pm_mreason { PM_MR_EXIT, PM_MR_SIGNAL, PM_MR_HANG, PM_MR_HEALTH, PM_MR_LOST, PM_MR_N };
+
+#define PM_METRICS_CHECKS 8 /* health checks named; more count as "other" */
+
+struct pm_metrics {
+	uint32_t job, step;
+	int nodes, ranks;
+	bool running;
+	uint32_t gen;
+	unsigned long restarts[PM_MR_N];  /* by what caused them */
+	unsigned long failures[PM_MR_N];  /* rank and node failures judged */
+	unsigned long hangs, nodes_lost, nodes_replaced;
+	struct { char check[32]; unsigned long n; } health[PM_METRICS_CHECKS + 1];
+	int nhealth;
+	int last_reason;                  /* of the failure being recovered from */
+	double last_restart_s;            /* failure to the next generation's start */
+	double last_recovery_s;           /* failure to every rank running again */
+	bool have_restart, have_recovery;
+};
+
+const char *pm_mreason_name(enum pm_mreason r);
+void pm_metrics_init(struct pm_metrics *m, uint32_t job, uint32_t step);
+/* One event of the step's log: name and its JSON members. */
+void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields);
+/* The file's text; -1 if it does not fit in len. */
+int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len);
+
+/* The file of a step: DIR/procmgr-JOB.STEP.prom. */
+int pm_metrics_path(char *buf, size_t len, const char *dir, uint32_t job, uint32_t step);
+/* Written through a temporary file in dir and renamed over the step's: a
+ * scrape never sees half of it. A file of another user's is not replaced.
+ * -1 with errno. */
+int pm_metrics_write(const char *dir, uint32_t job, uint32_t step, const char *text);
+void pm_metrics_remove(const char *dir, uint32_t job, uint32_t step);
+
+#endif

@@ -1,0 +1,231 @@
+/* The step's counters, from its events, and their text. Pure. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *pm_mreason_name(enum pm_mreason r)
+{
+	static const char *const names[PM_MR_N] = { "exit", "signal", "hang", "health", "lost" };
+	return (unsigned)r < PM_MR_N ? names[r] : "?";
+}
+
+void pm_metrics_init(struct pm_metrics *m, uint32_t job, uint32_t step)
+{
+	memset(m, 0, sizeof(*m));
+	m->job = job;
+	m->step = step;
+	m->last_reason = PM_MR_EXIT;
+}
+
+/* The value of member key in our own events' fields: where it starts
+ * (after the colon and any quote), NULL if absent. Our events never
+ * hold an unescaped quote inside a string, so the first match is it. */
+static const char *field(const char *fields, const char *key, bool *quoted)
+{
+	char pat[48];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(fields, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	*quoted = *p == '"';
+	return *quoted ? p + 1 : p;
+}
+
+static double field_ms(const char *fields, const char *key, bool *have)
+{
+	bool q;
+	const char *v = field(fields, key, &q);
+
+	*have = v && !q;
+	return *have ? strtod(v, NULL) / 1000.0 : 0;
+}
+
+static long field_int(const char *fields, const char *key, long dflt)
+{
+	bool q;
+	const char *v = field(fields, key, &q);
+	return v && !q ? strtol(v, NULL, 10) : dflt;
+}
+
+static bool field_is(const char *fields, const char *key, const char *prefix)
+{
+	bool q;
+	const char *v = field(fields, key, &q);
+	return v && !strncmp(v, prefix, strlen(prefix));
+}
+
+/* "gpu: GPU 3 lost" -> "gpu": the check's name, as a label value. */
+static void health_check(struct pm_metrics *m, const char *fields)
+{
+	char name[32];
+	bool q;
+	const char *v = field(fields, "check", &q);
+	size_t n = 0;
+	int i;
+
+	if (v && q)
+		while (v[n] && n < sizeof(name) - 1 && (v[n] == '_' || v[n] == '-' || v[n] == '.' ||
+		       (v[n] >= 'a' && v[n] <= 'z') || (v[n] >= 'A' && v[n] <= 'Z') ||
+		       (v[n] >= '0' && v[n] <= '9') || v[n] == '/')) {
+			name[n] = v[n];
+			n++;
+		}
+	name[n] = '\0';
+	if (!n)
+		snprintf(name, sizeof(name), "unknown");
+	for (i = 0; i < m->nhealth; i++)
+		if (!strcmp(m->health[i].check, name))
+			break;
+	if (i == m->nhealth) {
+		if (m->nhealth == PM_METRICS_CHECKS)
+			i = PM_METRICS_CHECKS; /* the "other" slot */
+		else
+			m->nhealth++;
+		snprintf(m->health[i].check, sizeof(m->health[i].check), "%s",
+			 i == PM_METRICS_CHECKS ? "other" : name);
+	}
+	m->health[i].n++;
+}
+
+static void failed(struct pm_metrics *m, enum pm_mreason r)
+{
+	m->failures[r]++;
+	m->last_reason = (int)r;
+}
+
+void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
+{
+	bool have;
+	double v;
+
+	if (!strcmp(name, "launch")) {
+		m->running = true;
+		m->nodes = (int)field_int(fields, "nodes", 0);
+		m->ranks = (int)field_int(fields, "ranks", 0);
+	} else if (!strcmp(name, "rank_failed")) {
+		bool q;
+		if (field(fields, "ignored", &q))
+			return; /* a generation already being stopped */
+		if (field(fields, "hung", &q))
+			m->last_reason = PM_MR_HANG; /* counted once, at the hang's decision */
+		else if (field_is(fields, "status", "lost"))
+			failed(m, PM_MR_LOST);
+		else if (field_is(fields, "status", "was killed"))
+			failed(m, PM_MR_SIGNAL);
+		else
+			failed(m, PM_MR_EXIT);
+	} else if (!strcmp(name, "hang")) {
+		m->hangs++;
+		failed(m, PM_MR_HANG);
+	} else if (!strcmp(name, "health_failed")) {
+		health_check(m, fields);
+		failed(m, PM_MR_HEALTH);
+	} else if (!strcmp(name, "node_lost")) {
+		m->nodes_lost++;
+		failed(m, PM_MR_LOST);
+	} else if (!strcmp(name, "node_replaced")) {
+		m->nodes_replaced++;
+	} else if (!strcmp(name, "start")) {
+		m->gen = (uint32_t)field_int(fields, "gen", (long)m->gen + 1);
+		m->restarts[m->last_reason]++;
+		v = field_ms(fields, "since_failure_ms", &have);
+		if (have) {
+			m->last_restart_s = v;
+			m->have_restart = true;
+		}
+	} else if (!strcmp(name, "running")) {
+		v = field_ms(fields, "since_failure_ms", &have);
+		if (have) {
+			m->last_recovery_s = v;
+			m->have_recovery = true;
+		}
+	} else if (!strcmp(name, "finish") || !strcmp(name, "give_up")) {
+		m->running = false;
+	}
+}
+
+struct out {
+	char *buf;
+	size_t len, off;
+	bool full;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->off)
+		o->full = true;
+	else
+		o->off += (size_t)n;
+}
+
+static void head(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP procmgr_%s %s\n# TYPE procmgr_%s %s\n", name, help, name, type);
+}
+
+int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
+{
+	struct out o = { .buf = buf, .len = len };
+	char id[64];
+	int r, i;
+
+	if (!len)
+		return -1;
+	buf[0] = '\0';
+	snprintf(id, sizeof(id), "job=\"%u\",step=\"%u\"", m->job, m->step);
+	head(&o, "step_running", "gauge", "1 while the step runs under procmgr, 0 once it ended.");
+	put(&o, "procmgr_step_running{%s} %d\n", id, m->running ? 1 : 0);
+	head(&o, "step_generation", "gauge", "The step's current generation (0: never restarted).");
+	put(&o, "procmgr_step_generation{%s} %u\n", id, m->gen);
+	head(&o, "step_nodes", "gauge", "Nodes of the step.");
+	put(&o, "procmgr_step_nodes{%s} %d\n", id, m->nodes);
+	head(&o, "step_ranks", "gauge", "Ranks of the step.");
+	put(&o, "procmgr_step_ranks{%s} %d\n", id, m->ranks);
+	head(&o, "restarts_total", "counter", "Restarts of every rank, by what caused them.");
+	for (r = 0; r < PM_MR_N; r++)
+		put(&o, "procmgr_restarts_total{%s,reason=\"%s\"} %lu\n", id,
+		    pm_mreason_name((enum pm_mreason)r), m->restarts[r]);
+	head(&o, "failures_total", "counter", "Rank and node failures judged, by kind.");
+	for (r = 0; r < PM_MR_N; r++)
+		put(&o, "procmgr_failures_total{%s,reason=\"%s\"} %lu\n", id,
+		    pm_mreason_name((enum pm_mreason)r), m->failures[r]);
+	head(&o, "hangs_total", "counter", "Hangs judged (no heartbeat within the hang timeout).");
+	put(&o, "procmgr_hangs_total{%s} %lu\n", id, m->hangs);
+	head(&o, "health_failures_total", "counter", "Health check failures, by check.");
+	for (i = 0; i < m->nhealth; i++)
+		put(&o, "procmgr_health_failures_total{%s,check=\"%s\"} %lu\n", id,
+		    m->health[i].check, m->health[i].n);
+	if (m->health[PM_METRICS_CHECKS].n)
+		put(&o, "procmgr_health_failures_total{%s,check=\"other\"} %lu\n", id,
+		    m->health[PM_METRICS_CHECKS].n);
+	head(&o, "nodes_lost_total", "counter", "Nodes lost (procmgrd gone or silent).");
+	put(&o, "procmgr_nodes_lost_total{%s} %lu\n", id, m->nodes_lost);
+	head(&o, "nodes_replaced_total", "counter", "Lost nodes replaced by a spare.");
+	put(&o, "procmgr_nodes_replaced_total{%s} %lu\n", id, m->nodes_replaced);
+	if (m->have_restart) {
+		head(&o, "last_restart_seconds", "gauge",
+		     "The last restart: from the failure to the next generation's start.");
+		put(&o, "procmgr_last_restart_seconds{%s} %.3f\n", id, m->last_restart_s);
+	}
+	if (m->have_recovery) {
+		head(&o, "last_recovery_seconds", "gauge",
+		     "The last restart: from the failure to every rank running again.");
+		put(&o, "procmgr_last_recovery_seconds{%s} %.3f\n", id, m->last_recovery_s);
+	}
+	return o.full ? -1 : 0;
+}

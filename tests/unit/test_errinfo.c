@@ -1,0 +1,155 @@
+/* The failing rank's error: torch's error.json, stderr's tail, the report
+ * text and its summary line. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/errinfo.h"
+
+static int parse(const char *json, char *msg, size_t ml, char *tr, size_t tl)
+{
+	return pm_errfile_parse(json, strlen(json), msg, ml, tr, tl);
+}
+
+/* What torch 1.13's ErrorHandler.record_exception writes (json.dump). */
+static void test_torch_format(void **state)
+{
+	char msg[256], tr[1024];
+	(void)state;
+
+	assert_int_equal(parse("{\"message\": {\"message\": \"ValueError: loss is nan\", "
+			       "\"extraInfo\": {\"py_callstack\": \"Traceback (most recent call "
+			       "last):\\n  File \\\"t.py\\\", line 3\\nValueError: loss is nan\\n\", "
+			       "\"timestamp\": \"1700000000\"}}}", msg, sizeof(msg), tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "ValueError: loss is nan");
+	assert_string_equal(tr, "Traceback (most recent call last):\n  File \"t.py\", line 3\n"
+			    "ValueError: loss is nan\n");
+	/* The newer string form, and keys in any order, other members skipped. */
+	assert_int_equal(parse(" {\"other\": [1, -2.5e3, true, false, null, {\"message\": \"x\"}],"
+			       " \"message\": \"boom\"} ", msg, sizeof(msg), tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "boom");
+	assert_string_equal(tr, "");
+	/* errorCode added by a parent's dump_error_file. */
+	assert_int_equal(parse("{\"message\":{\"extraInfo\":{},\"errorCode\":-11,\"message\":\"m\"}}",
+			       msg, sizeof(msg), tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "m");
+}
+
+static void test_escapes(void **state)
+{
+	char msg[64], tr[8];
+	(void)state;
+
+	assert_int_equal(parse("{\"message\":\"a\\u00e9\\u20ac\\ud83d\\ude00\\t\\/\\\\\"}", msg,
+			       sizeof(msg), tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t/\\");
+	/* A NUL would end the text early: it becomes a space. */
+	assert_int_equal(parse("{\"message\":\"a\\u0000b\"}", msg, sizeof(msg), tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "a b");
+	/* Cut to fit, never inside a UTF-8 sequence. */
+	assert_int_equal(parse("{\"message\":\"abcdef\\u00e9\"}", msg, 8, tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "abcdef");
+	assert_int_equal(parse("{\"message\":\"abcde\xc3\xa9z\"}", msg, 7, tr, sizeof(tr)), 0);
+	assert_string_equal(msg, "abcde");
+}
+
+static void test_refused(void **state)
+{
+	static const char *const bad[] = {
+		"", "{", "{}", "[]", "\"message\"", "{\"message\": 3}", "{\"message\": {}}",
+		"{\"message\": \"x\"} trailing", "{\"message\": \"x\",}", "{\"message\" \"x\"}",
+		"{\"message\": \"unterminated}", "{\"message\": \"\\q\"}", "{\"message\": \"\\u12\"}",
+		"{\"message\": \"\\udc00\"}", "{\"message\": \"\\ud800x\"}", "{\"message\": \"a\nb\"}",
+		"{\"a\": tru, \"message\": \"x\"}", "{\"a\": -, \"message\": \"x\"}",
+		"{\"message\": {\"message\": [\"x\"]}}",
+	};
+	char msg[64] = "?", tr[64] = "?", deep[200];
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i], msg, sizeof(msg), tr, sizeof(tr)) != -1 || msg[0] || tr[0])
+			fail_msg("'%s' was taken", bad[i]);
+	/* Nesting is bounded. */
+	memset(deep, '[', 100);
+	memset(deep + 100, ']', 99);
+	deep[199] = '\0';
+	assert_int_equal(pm_errfile_parse(deep, strlen(deep), msg, sizeof(msg), NULL, 0), -1);
+}
+
+static void test_tail(void **state)
+{
+	struct pm_tail t;
+	char out[PM_TAIL_BYTES + 1], big[PM_TAIL_BYTES * 2];
+	(void)state;
+
+	pm_tail_reset(&t);
+	pm_tail_lines(&t, 5, out, sizeof(out));
+	assert_string_equal(out, "");
+	pm_tail_feed(&t, "one\ntwo\n", 8);
+	pm_tail_feed(&t, "three\nfour", 10);
+	pm_tail_lines(&t, 2, out, sizeof(out));
+	assert_string_equal(out, "three\nfour");
+	pm_tail_lines(&t, 10, out, sizeof(out));
+	assert_string_equal(out, "one\ntwo\nthree\nfour");
+	pm_tail_lines(&t, 3, out, 6);
+	assert_string_equal(out, "two\nt");
+	/* Past the ring's size: the cut first line is dropped. */
+	memset(big, 'x', sizeof(big));
+	big[100] = '\n';
+	big[sizeof(big) - 20] = '\n';
+	pm_tail_feed(&t, big, sizeof(big));
+	pm_tail_feed(&t, "\nlast\n\n", 7);
+	pm_tail_lines(&t, 3, out, sizeof(out));
+	assert_string_equal(out, "xxxxxxxxxxxxxxxxxxx\nlast");
+	/* Byte by byte is the same as at once. */
+	pm_tail_reset(&t);
+	for (const char *p = "a\nbb\nccc\n"; *p; p++)
+		pm_tail_feed(&t, p, 1);
+	pm_tail_lines(&t, 2, out, sizeof(out));
+	assert_string_equal(out, "bb\nccc");
+}
+
+static void test_report_text(void **state)
+{
+	char out[64], wide[256], sum[PM_ERR_SUMMARY_MAX + 4], longl[400];
+	(void)state;
+
+	pm_err_from_tail("Traceback:\n  File x\nValueError: loss is nan\n  \n", wide, sizeof(wide));
+	pm_err_summary(wide, sum, sizeof(sum));
+	assert_string_equal(sum, "ValueError: loss is nan");
+	assert_string_equal(pm_err_detail(wide), "Traceback:\n  File x\nValueError: loss is nan\n  \n");
+	pm_err_from_tail(" \n\t\n", out, sizeof(out));
+	assert_string_equal(out, "");
+	pm_err_compose("m\nignored", "d", out, sizeof(out));
+	assert_string_equal(out, "m\nd");
+	assert_string_equal(pm_err_detail("m"), "");
+	/* The details are cut to fit; the summary comes first. */
+	memset(longl, 'y', sizeof(longl));
+	longl[sizeof(longl) - 1] = '\0';
+	pm_err_compose("sum", longl, out, sizeof(out));
+	assert_int_equal(strlen(out), sizeof(out) - 1);
+	assert_memory_equal(out, "sum\nyyy", 7);
+	/* A long summary is cut, control characters become spaces. */
+	pm_err_summary(longl, sum, sizeof(sum));
+	assert_int_equal(strlen(sum), PM_ERR_SUMMARY_MAX + 3);
+	assert_string_equal(sum + PM_ERR_SUMMARY_MAX, "...");
+	pm_err_summary("a\tb\x1b[0m  \r\nrest", sum, sizeof(sum));
+	assert_string_equal(sum, "a b [0m");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_torch_format),
+		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_tail),
+		cmocka_unit_test(test_report_text),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

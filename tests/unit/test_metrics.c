@@ -1,0 +1,153 @@
+/* The step's metrics: counted from its events, formatted for node_exporter's
+ * textfile collector; and the file, written whole through a rename. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "procmgrd/metrics.h"
+
+static char text[8192];
+
+static void has(const char *line)
+{
+	if (!strstr(text, line))
+		fail_msg("no '%s' in:\n%s", line, text);
+}
+
+static void fmt(const struct pm_metrics *m)
+{
+	assert_int_equal(pm_metrics_format(m, text, sizeof(text)), 0);
+}
+
+static void test_counts_from_events(void **state)
+{
+	struct pm_metrics m;
+	(void)state;
+
+	pm_metrics_init(&m, 42, 3);
+	fmt(&m);
+	has("# HELP procmgr_step_running 1 while the step runs under procmgr, 0 once it ended.\n"
+	    "# TYPE procmgr_step_running gauge\nprocmgr_step_running{job=\"42\",step=\"3\"} 0\n");
+	/* No restart yet: no latency to show. */
+	assert_null(strstr(text, "last_restart_seconds"));
+	pm_metrics_note(&m, "launch", "\"gen\":0,\"nodes\":4,\"ranks\":8");
+	pm_metrics_note(&m, "rank_failed", "\"gen\":0,\"rank\":3,\"node\":\"n2\",\"status\":"
+			"\"exited with code 1 (ValueError: \\\"status\\\":\\\"lost\\\")\",\"error\":\"x\"");
+	pm_metrics_note(&m, "rank_failed", "\"gen\":0,\"rank\":4,\"node\":\"n2\",\"status\":"
+			"\"exited with code 143\",\"ignored\":true");
+	pm_metrics_note(&m, "stopped", "\"gen\":0,\"stop_ms\":12,\"delay_ms\":0");
+	pm_metrics_note(&m, "start", "\"gen\":1,\"restart\":1,\"since_failure_ms\":250");
+	pm_metrics_note(&m, "running", "\"gen\":1,\"ranks\":8,\"since_start_ms\":40,"
+			"\"since_failure_ms\":290");
+	/* A hang: counted once, at its decision. */
+	pm_metrics_note(&m, "rank_failed", "\"gen\":1,\"rank\":2,\"node\":\"n1\",\"status\":"
+			"\"hung (no heartbeat)\",\"hung\":true,\"last_heartbeat_ms\":5");
+	pm_metrics_note(&m, "hang", "\"gen\":1,\"rank\":2,\"node\":\"n1\",\"followers\":[],"
+			"\"nfollowers\":0,\"lead_ms\":0");
+	pm_metrics_note(&m, "start", "\"gen\":2,\"restart\":2,\"since_failure_ms\":1500");
+	pm_metrics_note(&m, "rank_failed", "\"gen\":2,\"rank\":1,\"node\":\"n1\",\"status\":"
+			"\"was killed by signal 9 (Killed)\"");
+	pm_metrics_note(&m, "start", "\"gen\":3,\"restart\":3,\"since_failure_ms\":20");
+	pm_metrics_note(&m, "health_failed", "\"gen\":3,\"node\":\"n4\",\"check\":\"gpu: GPU 1 "
+			"is lost\",\"when\":\"while running\"");
+	pm_metrics_note(&m, "start", "\"gen\":4,\"restart\":4,\"since_failure_ms\":700");
+	pm_metrics_note(&m, "node_replaced", "\"gen\":4,\"node\":\"n4\"");
+	pm_metrics_note(&m, "node_lost", "\"gen\":4,\"node\":\"n3\",\"reason\":\"x\"");
+	fmt(&m);
+	has("procmgr_step_running{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_step_generation{job=\"42\",step=\"3\"} 4\n");
+	has("procmgr_step_nodes{job=\"42\",step=\"3\"} 4\n");
+	has("procmgr_step_ranks{job=\"42\",step=\"3\"} 8\n");
+	has("# TYPE procmgr_restarts_total counter\n"
+	    "procmgr_restarts_total{job=\"42\",step=\"3\",reason=\"exit\"} 1\n"
+	    "procmgr_restarts_total{job=\"42\",step=\"3\",reason=\"signal\"} 1\n"
+	    "procmgr_restarts_total{job=\"42\",step=\"3\",reason=\"hang\"} 1\n"
+	    "procmgr_restarts_total{job=\"42\",step=\"3\",reason=\"health\"} 1\n"
+	    "procmgr_restarts_total{job=\"42\",step=\"3\",reason=\"lost\"} 0\n");
+	has("procmgr_failures_total{job=\"42\",step=\"3\",reason=\"exit\"} 1\n");
+	has("procmgr_failures_total{job=\"42\",step=\"3\",reason=\"lost\"} 1\n");
+	has("procmgr_hangs_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_health_failures_total{job=\"42\",step=\"3\",check=\"gpu\"} 1\n");
+	has("procmgr_nodes_lost_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_nodes_replaced_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_last_restart_seconds{job=\"42\",step=\"3\"} 0.700\n");
+	has("procmgr_last_recovery_seconds{job=\"42\",step=\"3\"} 0.290\n");
+	pm_metrics_note(&m, "give_up", "\"gen\":4,\"exit_code\":1,\"message\":\"m\"");
+	fmt(&m);
+	has("procmgr_step_running{job=\"42\",step=\"3\"} 0\n");
+	/* Too small a buffer is an error, not half a file. */
+	assert_int_equal(pm_metrics_format(&m, text, 100), -1);
+}
+
+static void test_health_labels_bounded(void **state)
+{
+	struct pm_metrics m;
+	char f[128];
+	int i;
+	(void)state;
+
+	pm_metrics_init(&m, 1, 0);
+	for (i = 0; i < 12; i++) {
+		snprintf(f, sizeof(f), "\"gen\":0,\"node\":\"n\",\"check\":\"script%d: failed\"", i);
+		pm_metrics_note(&m, "health_failed", f);
+	}
+	/* A label value never carries a quote or what follows the name. */
+	pm_metrics_note(&m, "health_failed", "\"check\":\"\\\"evil\\\" x\"");
+	pm_metrics_note(&m, "health_failed", "\"check\":\"script0: again\"");
+	fmt(&m);
+	has("check=\"script0\"} 2\n");
+	has("check=\"script7\"} 1\n");
+	assert_null(strstr(text, "script8"));
+	has("check=\"other\"} 5\n");
+	assert_null(strstr(text, "evil"));
+}
+
+static void test_file_written_whole(void **state)
+{
+	char dir[] = "/tmp/pm-metrics.XXXXXX", path[256], buf[64], cmd[300];
+	struct stat st;
+	FILE *f;
+	size_t n;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 1\n"), 0);
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 2\n"), 0);
+	assert_int_equal(pm_metrics_path(path, sizeof(path), dir, 7, 1), 0);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_string_equal(buf, "procmgr_x 2\n");
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* Nothing else is left in the directory. */
+	snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) = 1", dir);
+	assert_int_equal(system(cmd), 0);
+	/* A symlink in the file's place is not written through. */
+	pm_metrics_remove(dir, 7, 1);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 3\n"), -1);
+	unlink(path);
+	/* A directory that is not there is an error with errno. */
+	assert_int_equal(pm_metrics_write("/nonexistent/dir", 7, 1, "x\n"), -1);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_counts_from_events),
+		cmocka_unit_test(test_health_labels_bounded),
+		cmocka_unit_test(test_file_written_whole),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
