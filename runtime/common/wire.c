@@ -11,7 +11,9 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_ABORT] = "abort", [PM_MSG_RANK_HELLO] = "rank-hello",
 	[PM_MSG_RANK_EXIT] = "rank-exit", [PM_MSG_RANK_STOPPED] = "rank-stopped",
 	[PM_MSG_PRINT] = "print", [PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
-	[PM_MSG_RANK_RUN] = "rank-run",
+	[PM_MSG_RANK_RUN] = "rank-run", [PM_MSG_CLIENT] = "client",
+	[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
+	[PM_MSG_ANSWER_END] = "answer-end",
 };
 
 const char *pm_msg_name(int type)

@@ -139,6 +139,13 @@ void pm_gen_cancel(struct pm_gen *g, const char *why);
 /* End the step from here: the parent is gone, slurmstepd is gone, ... */
 void pm_gen_abort_local(struct pm_gen *g, const char *why);
 
+/* Asked by the procmgr command on the root (who: "alice (uid 1000)"):
+ * restart every rank now, counted as a restart; or end the step, every
+ * supervisor ending its command with the grace period and exiting 0.
+ * -1 (err says why) when the step cannot do it now. */
+int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t len);
+int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len);
+
 bool pm_gen_terminal(const struct pm_gen *g);
 /* Terminal, and every supervisor has come and gone: procmgrd may exit. */
 bool pm_gen_over(const struct pm_gen *g);
