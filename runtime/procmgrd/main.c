@@ -25,6 +25,7 @@
 #include "guard.h"
 #include "io/rundir.h"
 #include "io/sys.h"
+#include "query.h"
 #include "step.h"
 #include "common/tree.h"
 
@@ -401,8 +402,13 @@ int main(int argc, char **argv)
 			 d.sock_path);
 		goto out_clean;
 	}
-	if (s->nchildren && listen_tcp(&d, err, sizeof(err)))
+	/* The root listens even alone: the procmgr command asks it. */
+	if ((s->nchildren || s->node == 0) && listen_tcp(&d, err, sizeof(err)))
 		goto out_clean;
+	if (pm_query_init(s, d.rundir, s->node == 0 ? events : NULL)) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto out_clean;
+	}
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
 		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "query.h"
 
 void pm_log(struct pm_step *s, const char *fmt, ...)
 {
@@ -352,6 +353,7 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
 		if (s->sup_pidfd[i] >= 0)
 			close(s->sup_pidfd[i]);
+	pm_query_free(s);
 	pm_gate_free(s);
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);
