@@ -18,12 +18,15 @@ struct reader {
 	int json;
 };
 
-/* {"t":1.5,"step":"12.0","event":"start","gen":1} -> "1.500 start gen=1" */
+/* {"time":1.5,"step":"12.0","event":"start","gen":1,"by":"x"} ->
+ * "1.500000 start gen=1 by="x"": the members after the event, keys
+ * unquoted. */
 static void human(const char *line)
 {
-	const char *ev = strstr(line, "\"event\":\""), *t = strstr(line, "\"t\":");
-	const char *rest;
+	const char *ev = strstr(line, "\"event\":\""), *t = strstr(line, "\"time\":");
+	const char *p;
 	size_t n;
+	int in_str = 0, key = 0;
 
 	if (!ev) {
 		printf("%s\n", line);
@@ -32,12 +35,24 @@ static void human(const char *line)
 	ev += 9;
 	n = strcspn(ev, "\"");
 	if (t)
-		printf("%.*s ", (int)strcspn(t + 4, ",}"), t + 4);
+		printf("%.*s ", (int)strcspn(t + 7, ",}"), t + 7);
 	printf("%.*s", (int)n, ev);
-	rest = ev + n + 1;
-	if (*rest == ',')
-		printf(" %.*s", (int)(strlen(rest + 1) - (rest[strlen(rest) - 1] == '}')), rest + 1);
-	printf("\n");
+	for (p = ev + n + 1; *p && !(!in_str && *p == '}' && !p[1]); p++) {
+		if (!in_str && *p == ',') {
+			putchar(' ');
+			key = 1;
+		} else if (key && *p == '"') {
+			continue; /* a key's quotes */
+		} else if (key && *p == ':') {
+			putchar('=');
+			key = 0;
+		} else {
+			if (*p == '"' && p[-1] != '\\')
+				in_str = !in_str;
+			putchar(*p);
+		}
+	}
+	putchar('\n');
 }
 
 static int print(void *arg, const struct pm_msg *m)

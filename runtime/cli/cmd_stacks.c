@@ -185,8 +185,8 @@ int pm_cmd_stacks(int argc, char **argv)
 	}
 	if (pm_client_resolve("stacks", id, &t))
 		return 1;
-	/* Each node's tools are bounded (8 s); the tree adds little. */
-	if (pm_client_ask(&t, PM_Q_STACKS, list, 20000, collect, &a, &end, why, sizeof(why)))
+	/* Each node's tools are bounded (PM_STACKS_MS, 20 s); the tree adds little. */
+	if (pm_client_ask(&t, PM_Q_STACKS, list, 30000, collect, &a, &end, why, sizeof(why)))
 		fprintf(stderr, "procmgr stacks: %s\n", why);
 	else
 		rc = show(&t, &a, json);

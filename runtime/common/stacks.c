@@ -48,9 +48,14 @@ static void native_frame(struct out *o, const char *l)
 	if (!fe)
 		fe = fn + strlen(fn);
 	rest = "";
+	/* The last ") at " or ") from ": argument values may hold either. */
 	{
-		const char *at = strstr(fe, ") at "), *from = strstr(fe, ") from ");
-		if (at)
+		const char *p2, *at = NULL, *from = NULL;
+		for (p2 = fe; (p2 = strstr(p2, ") at ")); p2++)
+			at = p2;
+		for (p2 = fe; (p2 = strstr(p2, ") from ")); p2++)
+			from = p2;
+		if (at && (!from || at > from))
 			rest = at + 2;
 		else if (from)
 			rest = from + 2;

@@ -69,7 +69,9 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 void pm_stacks_cancel(struct pm_stacks *st);
 
 /* The stacks query: pm_q_local_done follows a 0. */
-#define PM_STACKS_MS 8000
+/* A debugger attaching to a Python rank costs about a CPU second: a
+ * node's tools share its CPUs. */
+#define PM_STACKS_MS 20000
 int pm_query_stacks(struct pm_step *s, struct pm_q *q);
 
 #endif

@@ -76,9 +76,11 @@ static pid_t spawn(const char *tool, bool gdb, pid_t target, const char *out)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
 		if (gdb)
+			/* Argument values are costly to print (Python's pretty
+			 * printers) and differ between ranks anyway. */
 			execl(tool, tool, "-q", "-batch", "-nx", "-p", pid, "-ex", "set pagination off",
-			      "-ex", "thread apply all bt", "-ex", "thread apply all py-bt",
-			      (char *)NULL);
+			      "-ex", "set print frame-arguments none", "-ex", "thread apply all bt",
+			      "-ex", "thread apply all py-bt", (char *)NULL);
 		else
 			execl(tool, tool, "-p", pid, (char *)NULL);
 		_exit(127);

@@ -159,6 +159,14 @@ static void start_child(struct rank *r, uint32_t gen)
 		if (getppid() != parent)
 			_exit(137);
 		setpgid(0, 0);
+		/* procmgrd takes the command's stacks (procmgr stacks, a hang):
+		 * under Yama's ptrace_scope 1 only a declared tracer may. */
+		{
+			struct ucred cr;
+			socklen_t cl = sizeof(cr);
+			if (r->c && !getsockopt(r->c->w.fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
+				prctl(PR_SET_PTRACER, (unsigned long)cr.pid);
+		}
 		sigprocmask(SIG_SETMASK, &r->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		setenv(PM_ENV_RESTART_COUNT, count, 1);
