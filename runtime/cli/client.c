@@ -310,6 +310,7 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 		if (k <= 0) {
 			snprintf(why, len, "step %u.%u's procmgrd closed the connection before the "
 				 "end of its answer (has the step ended?)", t->job, t->step);
+			rc = k == 0 ? 1 : -1;
 			goto out;
 		}
 		have += (size_t)k;

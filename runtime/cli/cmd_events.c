@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client.h"
 #include "cmd.h"
@@ -77,7 +76,7 @@ int pm_cmd_events(int argc, char **argv)
 	struct pm_target t;
 	struct pm_msg end;
 	char why[1024], off[32] = "0";
-	int i, follow = 0, asked = 0;
+	int i, follow = 0, rc;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -101,24 +100,19 @@ int pm_cmd_events(int argc, char **argv)
 	}
 	if (pm_client_resolve("events", id, &t))
 		return 1;
-	for (;;) {
-		if (pm_client_ask(&t, PM_Q_EVENTS, off, 10000, print, &r, &end, why, sizeof(why))) {
-			/* Following: the step's end closes its root's port. */
-			if (follow && asked)
-				return 0;
-			fprintf(stderr, "procmgr events: %s\n", why);
-			return 1;
-		}
-		if (end.status) {
-			fprintf(stderr, "procmgr events: %s\n", end.text);
-			return 1;
-		}
-		asked = 1;
-		snprintf(off, sizeof(off), "%u", end.count);
-		if (!follow)
-			return 0;
-		/* A new request each half second: the log has no change event
-		 * across the network, and each costs the root one read. */
-		nanosleep(&(struct timespec){ .tv_nsec = 500000000 }, NULL);
+	/* Following, the answer has no end: the step's end closes it. */
+	snprintf(off, sizeof(off), "%s0", follow ? "follow:" : "");
+	rc = pm_client_ask(&t, PM_Q_EVENTS, off, follow ? 0xffffffffu : 10000, print, &r, &end,
+			   why, sizeof(why));
+	if (rc == 1 && follow)
+		return 0;
+	if (rc) {
+		fprintf(stderr, "procmgr events: %s\n", why);
+		return 1;
 	}
+	if (end.status) {
+		fprintf(stderr, "procmgr events: %s\n", end.text);
+		return 1;
+	}
+	return 0;
 }

@@ -87,6 +87,9 @@ int pm_path_report(char *buf, size_t len, const char *state_dir, uint32_t job,
 int pm_path_sock(char *buf, size_t len, const char *rundir);
 int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank);
 int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank);
+/* The stack a supervisor took of its command on a hang, before stopping
+ * it, for procmgrd to read and send up (procmgrd/query_hang.c). */
+int pm_path_hang_stack(char *buf, size_t len, const char *rundir, int lrank);
 
 /* ---- the ready pipe ----
  * procmgrd (or the plugin's child, before it becomes procmgrd) writes one

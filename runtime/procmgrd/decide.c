@@ -260,6 +260,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		if (!g->hang.pending) {
 			g->hang = (struct pm_hang){ .pending = true, .rank = -1 };
 			g->fail_t0 = now(g);
+			g->stop_flags = PM_FLAG_HUNG; /* every rank's stack first */
 			pm_gen_stop(g, g->gen);
 		}
 		hang_note(g, m);

@@ -67,6 +67,8 @@ struct pm_gen_config {
 	 * subtrees within stop_margin_ms more per level below; else the node
 	 * or the child is lost. 0: no deadline. */
 	unsigned stop_bound_ms, stop_margin_ms;
+	/* A hang's stop takes every rank's stack first: this much more. */
+	unsigned stack_ms;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -93,6 +95,7 @@ struct pm_gen {
 	enum pm_checks_state checks; /* between this generation and the next */
 	bool *child_stopped;         /* by child index, in this STOPPING */
 	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
+	uint32_t stop_flags;         /* of the next STOP: PM_FLAG_HUNG, stacks first */
 	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
 	/* root only */
 	int restarts;

@@ -22,6 +22,13 @@ struct pm_queries {
 	const char *rundir, *events;
 	struct pm_conn **clients; /* the CLI connections, freed with the step */
 	int nclients, clients_cap;
+	/* events --follow: each gets the log's new lines as they are written,
+	 * and the step's end closes it */
+	struct pm_follower {
+		struct pm_conn *c;
+		unsigned long long off;
+	} *followers;
+	int nfollowers, followers_cap;
 };
 
 const char *pm_query_rundir(const struct pm_step *s)
@@ -63,9 +70,11 @@ void pm_query_free(struct pm_step *s)
 		return;
 	while (s->queries->list)
 		q_free(s, s->queries->list);
+	pm_query_hang_clear();
 	for (i = 0; i < s->queries->nclients; i++)
 		pm_conn_free(s->queries->clients[i]);
 	free(s->queries->clients);
+	free(s->queries->followers);
 	free(s->queries);
 	s->queries = NULL;
 }
@@ -236,6 +245,10 @@ bool pm_query_child_msg(struct pm_step *s, int node, const struct pm_msg *m)
 
 	if (m->type != PM_MSG_ANSWER && m->type != PM_MSG_ANSWER_END)
 		return false;
+	if (m->gen == 0 && m->type == PM_MSG_ANSWER) {
+		pm_query_hang_answer(s, m); /* a hang's stack (query_hang.c) */
+		return true;
+	}
 	q = q_find(s, m->gen);
 	if (!q || idx < 0 || idx >= s->nchildren || !q->wait[idx])
 		return true; /* a query that ended (its child was late) */
@@ -286,6 +299,11 @@ static void client_closed(struct pm_conn *c, const char *why)
 			qs->clients[i] = qs->clients[--qs->nclients];
 			break;
 		}
+	for (i = 0; i < qs->nfollowers; i++)
+		if (qs->followers[i].c == c) {
+			qs->followers[i] = qs->followers[--qs->nfollowers];
+			break;
+		}
 	pm_conn_free(c);
 }
 
@@ -318,25 +336,19 @@ static void user_name(uid_t uid, char *buf, size_t len)
 }
 
 /* The root's event log from a byte offset to its end, in whole lines;
- * the end's count is the offset to ask from next time. */
-static void events(struct pm_step *s, struct pm_conn *c, const char *args)
+ * returns the offset after them, or -1 with why. */
+static long long send_log(struct pm_step *s, struct pm_conn *c, unsigned long long off,
+			  char *why, size_t len)
 {
-	char buf[PM_WIRE_TEXT_MAX + 1], *end;
-	unsigned long long off = strtoull(args, &end, 10);
+	char buf[PM_WIRE_TEXT_MAX + 1];
 	struct pm_msg m;
-	int fd;
 	ssize_t n;
+	int fd = open(s->queries->events, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 
-	if (!s->queries->events || *end || end == args) {
-		end_to(s, c, 1, s->queries->events ? "bad offset" : "this step keeps no event log");
-		return;
-	}
-	fd = open(s->queries->events, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
-		snprintf(buf, sizeof(buf), "cannot read the event log %.300s: %s",
-			 s->queries->events, strerror(errno));
-		end_to(s, c, 1, buf);
-		return;
+		snprintf(why, len, "cannot read the event log %.300s: %s", s->queries->events,
+			 strerror(errno));
+		return -1;
 	}
 	while ((n = pread(fd, buf, PM_WIRE_TEXT_MAX, (off_t)off)) > 0) {
 		ssize_t k = n;
@@ -352,10 +364,69 @@ static void events(struct pm_step *s, struct pm_conn *c, const char *args)
 		off += (unsigned long long)k;
 	}
 	close(fd);
+	return (long long)off;
+}
+
+/* args: OFFSET, or follow:OFFSET (no end: new lines follow as they are
+ * written, until the step's end closes the connection). The end's count
+ * is the offset to ask from next time. */
+static void events(struct pm_step *s, struct pm_conn *c, const char *args)
+{
+	struct pm_queries *qs = s->queries;
+	bool follow = !strncmp(args, "follow:", 7);
+	const char *num = follow ? args + 7 : args;
+	char why[512], *end;
+	unsigned long long off = strtoull(num, &end, 10);
+	long long next;
+	struct pm_msg m;
+
+	if (!qs->events || *end || end == num) {
+		end_to(s, c, 1, qs->events ? "procmgr: bad offset" :
+					     "procmgr: this step keeps no event log");
+		return;
+	}
+	next = send_log(s, c, off, why, sizeof(why));
+	if (next < 0) {
+		end_to(s, c, 1, why);
+		return;
+	}
+	if (follow) {
+		if (qs->nfollowers == qs->followers_cap) {
+			int n = qs->followers_cap ? qs->followers_cap * 2 : 4;
+			struct pm_follower *p = realloc(qs->followers, (size_t)n * sizeof(*p));
+			if (!p) {
+				end_to(s, c, 1, "procmgr: out of memory");
+				return;
+			}
+			qs->followers = p;
+			qs->followers_cap = n;
+		}
+		qs->followers[qs->nfollowers++] = (struct pm_follower){ c, (unsigned long long)next };
+		return;
+	}
 	pm_msg_init(&m, PM_MSG_ANSWER_END);
 	m.node = s->node;
-	m.count = (uint32_t)off;
+	m.count = (uint32_t)next;
 	pm_step_send(s, c, &m);
+}
+
+void pm_query_event_written(struct pm_step *s, const char *name)
+{
+	struct pm_queries *qs = s->queries;
+	char why[512];
+	int i;
+
+	if (!strcmp(name, "hang"))
+		pm_query_hang_report(s); /* its own event comes back here first */
+	else if (!strcmp(name, "start"))
+		pm_query_hang_clear();
+
+	for (i = 0; qs && i < qs->nfollowers; i++) {
+		long long next = send_log(s, qs->followers[i].c, qs->followers[i].off, why,
+					  sizeof(why));
+		if (next >= 0)
+			qs->followers[i].off = (unsigned long long)next;
+	}
 }
 
 /* Who may ask: the job's user and root, proven by a munge credential

@@ -28,6 +28,12 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 bool pm_query_child_msg(struct pm_step *s, int node, const struct pm_msg *m);
 bool pm_query_parent_msg(struct pm_step *s, const struct pm_msg *m);
 void pm_query_child_lost(struct pm_step *s, int node);
+/* transport.c: a line was added to the event log (events --follow; at
+ * "hang", the hang's stacks are said). */
+void pm_query_event_written(struct pm_step *s, const char *name);
+/* rank_link.c: a rank's supervisor says its command ended (it may have
+ * left the stack it took at a hang: query_hang.c). */
+void pm_query_rank_ended(struct pm_step *s, int lrank);
 
 /* ---- inside query*.c ---- */
 
@@ -67,6 +73,12 @@ typedef void (*pm_stacks_fin)(struct pm_step *s, void *arg);
 int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_fn each,
 		   pm_stacks_fin fin, void *arg, struct pm_stacks **out, char *why, size_t len);
 void pm_stacks_cancel(struct pm_stacks *st);
+
+/* query_hang.c: a hang's stack from below (ANSWER of query 0), the
+ * root's summary at its "hang" event, and forgetting them. */
+void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m);
+void pm_query_hang_report(struct pm_step *s);
+void pm_query_hang_clear(void);
 
 /* The stacks query: pm_q_local_done follows a 0. */
 /* A debugger attaching to a Python rank costs about a CPU second: a

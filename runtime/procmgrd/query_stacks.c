@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/stacks.h"
+#include "io/stacktool.h"
 
 #define PM_STACK_RAW_MAX (256 * 1024)
 #define PM_STACK_TEXT_MAX (32 * 1024)
@@ -41,51 +42,6 @@ struct pm_stacks {
 	void *arg;
 	bool *cancelled; /* set when freed from inside a callback */
 };
-
-/* An executable of that name on procmgrd's PATH. */
-static int find_tool(const char *name, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	char dirs[4096], *save = NULL, *d;
-
-	snprintf(dirs, sizeof(dirs), "%s", path && *path ? path : "/usr/bin:/bin");
-	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		snprintf(out, len, "%s/%s", d, name);
-		if (access(out, X_OK) == 0)
-			return 0;
-	}
-	return -1;
-}
-
-static pid_t spawn(const char *tool, bool gdb, pid_t target, const char *out)
-{
-	char pid[16];
-	pid_t p;
-
-	snprintf(pid, sizeof(pid), "%d", (int)target);
-	p = fork();
-	if (p != 0)
-		return p;
-	{
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		sigset_t none;
-		if (fd < 0 || null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
-		if (gdb)
-			/* Argument values are costly to print (Python's pretty
-			 * printers) and differ between ranks anyway. */
-			execl(tool, tool, "-q", "-batch", "-nx", "-p", pid, "-ex", "set pagination off",
-			      "-ex", "set print frame-arguments none", "-ex", "thread apply all bt",
-			      "-ex", "thread apply all py-bt", (char *)NULL);
-		else
-			execl(tool, tool, "-p", pid, (char *)NULL);
-		_exit(127);
-	}
-}
 
 /* The tool's output as a stack, or its last words when it gave none. */
 static void result(struct pm_tool *t, bool killed, char *text, size_t len)
@@ -211,19 +167,16 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 		   pm_stacks_fin fin, void *arg, struct pm_stacks **out, char *why, size_t len)
 {
 	char tool[4096];
-	bool gdb = true;
+	bool gdb;
 	struct pm_stacks *st;
 	int i;
 
 	*out = NULL;
-	if (find_tool("gdb", tool, sizeof(tool))) {
-		gdb = false;
-		if (find_tool("eu-stack", tool, sizeof(tool))) {
-			snprintf(why, len, "procmgr: no stack tool on node %s: install gdb (and "
-				 "python3-dbg for Python frames) or elfutils (eu-stack)",
-				 s->names[s->node]);
-			return -1;
-		}
+	if (pm_stacktool_find(tool, sizeof(tool), &gdb, why, len)) {
+		char tmp[256];
+		snprintf(tmp, sizeof(tmp), "procmgr: node %s: %s", s->names[s->node], why);
+		snprintf(why, len, "%s", tmp);
+		return -1;
 	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->t = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1),
@@ -253,7 +206,7 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 		*t = (struct pm_tool){ .st = st, .target = s->cmd_pgid[i], .lrank = i,
 				       .grank = r->grank };
 		snprintf(t->path, sizeof(t->path), "%s/stack.%d", pm_query_rundir(s), i);
-		t->pid = spawn(tool, gdb, t->target, t->path);
+		t->pid = pm_stacktool_spawn(tool, gdb, t->target, t->path);
 		if (t->pid < 0) {
 			pm_log(s, "cannot start %s for rank %d: %m", tool, r->grank);
 			continue;

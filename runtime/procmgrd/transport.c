@@ -13,6 +13,7 @@
 
 #include "common/text.h"
 #include "query.h"
+#include "rank/rank_stack.h"
 
 void pm_log(struct pm_step *s, const char *fmt, ...)
 {
@@ -110,7 +111,11 @@ static void event(void *ctx, const char *name, const char *fields)
 	struct pm_msg m;
 	int i;
 
-	if (pm_event(&s->events, name, fields) == 0 || s->events.lost != 1)
+	if (pm_event(&s->events, name, fields) == 0) {
+		pm_query_event_written(s, name);
+		return;
+	}
+	if (s->events.lost != 1)
 		return;
 	/* Said once, here and on srun's stderr through rank 0's supervisor. */
 	snprintf(text, sizeof(text), "procmgr: the step's event log cannot be written (%s): "
@@ -289,6 +294,7 @@ int pm_step_init(struct pm_step *s)
 	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
 			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
 	cf.stop_margin_ms = 1000;
+	cf.stack_ms = PM_HANG_STACK_MS;
 	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = s->gate_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);
 	if (pm_gen_init(&s->gen, &cf))
