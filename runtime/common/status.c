@@ -96,7 +96,9 @@ static int rank_kv(struct pm_st_rank *r, const char *k, const char *v, unsigned 
 	*seen |= 1u << i;
 	if (i == 4)
 		return str(v, r->state, sizeof(r->state));
-	if (num(v, i >= 6 ? -1 : 0, &x) || (i < 6 && x > 0x7fffffff))
+	/* -1: unknown (a rank's id before its supervisor came; no heartbeat,
+	 * no process to measure). */
+	if (num(v, i >= 6 || i == 0 ? -1 : 0, &x) || (i < 6 && x > 0x7fffffff))
 		return -1;
 	switch (i) {
 	case 0: r->rank = (int)x; break;

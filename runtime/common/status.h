@@ -20,7 +20,7 @@ struct pm_st_node {
 };
 
 struct pm_st_rank {
-	int rank, local, node;
+	int rank, local, node; /* rank -1: its supervisor has not come yet */
 	int pid;        /* the command's, 0 when none runs */
 	char state[16]; /* absent idle running done failed gone */
 	unsigned gen;
