@@ -8,5 +8,11 @@ int pm_cmd_health(int argc, char **argv);  /* cmd_health.c */
 int pm_cmd_check(int argc, char **argv);   /* cmd_check.c: check-config */
 int pm_cmd_version(int argc, char **argv); /* cmd_version.c */
 int pm_cmd_timeline(int argc, char **argv); /* cmd_timeline.c, timeline.c */
+/* A step's procmgrd, through its control tree (client.c) */
+int pm_cmd_status(int argc, char **argv);  /* cmd_status.c */
+int pm_cmd_events(int argc, char **argv);  /* cmd_events.c */
+int pm_cmd_stacks(int argc, char **argv);  /* cmd_stacks.c */
+int pm_cmd_restart(int argc, char **argv); /* cmd_restart.c */
+int pm_cmd_stop(int argc, char **argv);    /* cmd_stop.c */
 
 #endif

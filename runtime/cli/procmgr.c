@@ -12,6 +12,11 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
+	{ "status", pm_cmd_status, "every rank and node of a step, through its control tree" },
+	{ "events", pm_cmd_events, "a step's event log (--follow)" },
+	{ "stacks", pm_cmd_stacks, "the ranks' stacks, taken now, grouped" },
+	{ "restart", pm_cmd_restart, "restart every rank of a step now" },
+	{ "stop", pm_cmd_stop, "end a step cleanly" },
 	{ "bind", pm_cmd_bind, "show the affinity plan of each local rank (--explain)" },
 	{ "health", pm_cmd_health, "run node health checks here" },
 	{ "check-config", pm_cmd_check, "check procmgr's line in plugstack.conf" },

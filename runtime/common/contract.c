@@ -69,6 +69,11 @@ int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank)
 	return path(buf, len, "%s/heartbeat.%d", rundir, lrank);
 }
 
+int pm_path_hang_stack(char *buf, size_t len, const char *rundir, int lrank)
+{
+	return path(buf, len, "%s/hang-stack.%d", rundir, lrank);
+}
+
 int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank)
 {
 	return path(buf, len, "%s/error.%d.json", rundir, lrank);

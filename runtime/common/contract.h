@@ -92,6 +92,9 @@ int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank);
 /* Generation gen's error file, from pm_path_error_file's (or the user's own
  * TORCHELASTIC_ERROR_FILE): NAME.json -> NAME.GEN.json, else NAME.GEN. */
 int pm_path_error_file_gen(char *buf, size_t len, const char *base, uint32_t gen);
+/* The stack a supervisor took of its command on a hang, before stopping
+ * it, for procmgrd to read and send up (procmgrd/query_hang.c). */
+int pm_path_hang_stack(char *buf, size_t len, const char *rundir, int lrank);
 
 /* ---- the ready pipe ----
  * procmgrd (or the plugin's child, before it becomes procmgrd) writes one

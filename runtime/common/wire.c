@@ -13,6 +13,9 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_PRINT] = "print", [PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
 	[PM_MSG_RANK_RUN] = "rank-run", [PM_MSG_REPLACE] = "replace",
 	[PM_MSG_RUNNING] = "running",
+	[PM_MSG_CLIENT] = "client",
+	[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
+	[PM_MSG_ANSWER_END] = "answer-end",
 };
 
 const char *pm_msg_name(int type)

@@ -44,6 +44,14 @@ enum pm_msg_type {
 	PM_MSG_REPLACE,
 	PM_MSG_RUNNING,    /* up, gen, count: nodes of the subtree whose ranks all
 			    * run (status 0) or have all heartbeaten (status 1) */
+	/* The procmgr command and the tree's queries (procmgrd/query.c) */
+	PM_MSG_CLIENT,     /* CLI -> root: text: munge credential of the request
+			    * (common/request.h) */
+	PM_MSG_QUERY,      /* down: gen: query id, status: kind, text: arguments */
+	PM_MSG_ANSWER,     /* up (and root -> CLI): gen: query id, node, rank (-1:
+			    * the node's own), text: lines or a part of a stack */
+	PM_MSG_ANSWER_END, /* up: gen: query id, count: nodes of the subtree that
+			    * answered; to the CLI: status 0, or an error */
 	PM_MSG_TYPE_MAX
 };
 

@@ -42,6 +42,21 @@ int pm_auth_encode(const char *socket, const char *payload, char **cred,
 int pm_auth_decode(const char *socket, const char *cred, uid_t uid, char *payload,
 		   size_t plen, char *err, size_t errlen)
 {
+	uid_t cuid;
+
+	if (pm_auth_decode_uid(socket, cred, &cuid, payload, plen, err, errlen))
+		return -1;
+	if (cuid != uid) {
+		snprintf(err, errlen, "credential of uid %u, not the job's user (uid %u)",
+			 (unsigned)cuid, (unsigned)uid);
+		return -1;
+	}
+	return 0;
+}
+
+int pm_auth_decode_uid(const char *socket, const char *cred, uid_t *uid, char *payload,
+		       size_t plen, char *err, size_t errlen)
+{
 	munge_ctx_t ctx = ctx_for(socket, err, errlen);
 	void *buf = NULL;
 	int len = 0, rc = -1;
@@ -54,14 +69,12 @@ int pm_auth_decode(const char *socket, const char *cred, uid_t uid, char *payloa
 	e = munge_decode(cred, ctx, &buf, &len, &cuid, &cgid);
 	if (e != EMUNGE_SUCCESS)
 		snprintf(err, errlen, "invalid munge credential: %s", munge_ctx_strerror(ctx));
-	else if (cuid != uid)
-		snprintf(err, errlen, "credential of uid %u, not the job's user (uid %u)",
-			 (unsigned)cuid, (unsigned)uid);
 	else if (len < 0 || (size_t)len >= plen || memchr(buf, '\0', (size_t)len))
 		snprintf(err, errlen, "credential carries no procmgr handshake");
 	else {
 		memcpy(payload, buf, (size_t)len);
 		payload[len] = '\0';
+		*uid = cuid;
 		rc = 0;
 	}
 	free(buf);

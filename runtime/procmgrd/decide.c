@@ -286,6 +286,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		if (!g->hang.pending) {
 			g->hang = (struct pm_hang){ .pending = true, .rank = -1 };
 			g->fail_t0 = now(g);
+			g->stop_flags = PM_FLAG_HUNG; /* every rank's stack first */
 			pm_gen_stop(g, g->gen);
 		}
 		hang_note(g, m);
@@ -521,10 +522,10 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	if (g->gen > 0)
 		event(g, beat ? "heartbeating" : "running",
 		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,\"since_failure_ms\":%llu",
-		      g->gen, g->cf.ntasks, t - g->start_t0, t - g->fail_t0);
+		      g->gen, pm_gen_world(g), t - g->start_t0, t - g->fail_t0);
 	else
 		event(g, beat ? "heartbeating" : "running",
-		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu", g->gen, g->cf.ntasks,
+		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu", g->gen, pm_gen_world(g),
 		      t - g->start_t0);
 }
 
@@ -566,4 +567,75 @@ void pm_gen_root_act(struct pm_gen *g)
 	/* The old root handed over itself: its slot has a spare already. */
 	if (g->phase == PM_PHASE_RUNNING)
 		pm_gen_stop(g, g->gen);
+}
+
+/* ---- asked by the procmgr command (procmgrd/query.c), on the root ---- */
+
+/* Said on srun's stderr whatever --procmgr-verbose says: someone asked. */
+static void tell(struct pm_gen *g, const char *text)
+{
+	struct pm_msg m;
+	int i, p = printer(g, -1);
+
+	pm_msg_init(&m, PM_MSG_PRINT);
+	pm_msg_set_text(&m, text);
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (g->ranks[i].grank == p && g->ranks[i].st != PM_RANK_GONE)
+			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
+static int not_now(const struct pm_gen *g, char *err, size_t len)
+{
+	if (!pm_gen_is_root(g))
+		snprintf(err, len, "only the root node decides");
+	else if (pm_gen_terminal(g))
+		snprintf(err, len, "the step has already ended");
+	else if (g->phase == PM_PHASE_STARTING)
+		snprintf(err, len, "the step has not started its ranks yet");
+	else if (g->phase != PM_PHASE_RUNNING)
+		snprintf(err, len, "generation %u is already being stopped or restarted", g->gen);
+	else
+		return 0;
+	return -1;
+}
+
+int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t len)
+{
+	char esc[256], text[512];
+
+	if (not_now(g, err, len))
+		return -1;
+	pm_json_escape(who, esc, sizeof(esc));
+	event(g, "restart_requested", "\"gen\":%u,\"by\":\"%s\"", g->gen, esc);
+	snprintf(text, sizeof(text), "procmgr: generation %u: %s asked for a restart; "
+		 "restarting all %d ranks (restart %d)", g->gen, who, pm_gen_world(g),
+		 g->restarts + 1);
+	tell(g, text);
+	restart(g, 0);
+	pm_gen_progress(g);
+	return 0;
+}
+
+int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len)
+{
+	char esc[256], text[512];
+	struct pm_msg m;
+
+	/* Whatever the phase: a step that is restarting can still be ended. */
+	if (!pm_gen_is_root(g) || pm_gen_terminal(g))
+		return not_now(g, err, len);
+	pm_json_escape(who, esc, sizeof(esc));
+	event(g, "stop_requested", "\"gen\":%u,\"by\":\"%s\"", g->gen, esc);
+	snprintf(text, sizeof(text), "procmgr: %s asked to stop the step; ending it in "
+		 "generation %u", who, g->gen);
+	/* Every rank's supervisor ends its command with the grace period and
+	 * exits 0: the step was ended on purpose, not failed. */
+	pm_msg_init(&m, PM_MSG_ABORT);
+	m.gen = g->gen;
+	m.status = 0;
+	m.rank = printer(g, -1);
+	pm_msg_set_text(&m, text);
+	pm_gen_end(g, &m);
+	pm_gen_progress(g);
+	return 0;
 }

@@ -163,9 +163,12 @@ void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 		g->kids[i].stopped = 0;
 		g->kids[i].stopped_rep = false;
 	}
-	arm_stop(g, 1, g->cf.stop_bound_ms);
+	arm_stop(g, 1, g->cf.stop_bound_ms +
+			       (g->stop_flags & PM_FLAG_HUNG ? g->cf.stack_ms : 0));
 	pm_msg_init(&m, PM_MSG_STOP);
 	m.gen = gen;
+	m.count = g->stop_flags;
+	g->stop_flags = 0;
 	g->cf.ops->send_down(g->cf.ctx, &m);
 	for (i = 0; i < g->cf.ntasks_local; i++) {
 		struct pm_gen_rank *r = &g->ranks[i];
@@ -713,6 +716,7 @@ int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m)
 {
 	switch (m->type) {
 	case PM_MSG_STOP:
+		g->stop_flags = m->count & PM_FLAG_HUNG;
 		pm_gen_stop(g, m->gen);
 		break;
 	case PM_MSG_START:

@@ -76,6 +76,8 @@ struct pm_gen_config {
 	 * place (the slot) of a lost node. Every node then has ntasks_local
 	 * ranks, and slot s runs global ranks s*ntasks_local + local rank. */
 	int spares;
+	/* A hang's stop takes every rank's stack first: this much more. */
+	unsigned stack_ms;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -136,6 +138,7 @@ struct pm_gen {
 	int nrepl;
 	bool electing;               /* root-elect: waiting for a majority */
 	char elect_why[PM_REPL_WHY]; /* why the root was lost */
+	uint32_t stop_flags;         /* of the next STOP: PM_FLAG_HUNG, stacks first */
 	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
 	/* root only */
 	int restarts;
@@ -201,6 +204,13 @@ void pm_gen_stop_timer(struct pm_gen *g);
 void pm_gen_cancel(struct pm_gen *g, const char *why);
 /* End the step from here: the parent is gone, slurmstepd is gone, ... */
 void pm_gen_abort_local(struct pm_gen *g, const char *why);
+
+/* Asked by the procmgr command on the root (who: "alice (uid 1000)"):
+ * restart every rank now, counted as a restart; or end the step, every
+ * supervisor ending its command with the grace period and exiting 0.
+ * -1 (err says why) when the step cannot do it now. */
+int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t len);
+int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len);
 
 bool pm_gen_terminal(const struct pm_gen *g);
 /* Terminal, and every supervisor has come and gone: procmgrd may exit. */

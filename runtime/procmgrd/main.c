@@ -25,6 +25,7 @@
 #include "guard.h"
 #include "io/rundir.h"
 #include "io/sys.h"
+#include "query.h"
 #include "step.h"
 #include "common/tree.h"
 
@@ -401,9 +402,13 @@ int main(int argc, char **argv)
 		goto out_clean;
 	}
 	/* With spares any node may become the parent of a node whose own is
-	 * lost. */
-	if ((s->nchildren || s->opts.spares) && listen_tcp(&d, err, sizeof(err)))
+	 * lost; the root listens even alone: the procmgr command asks it. */
+	if ((s->nchildren || s->opts.spares || s->node == 0) && listen_tcp(&d, err, sizeof(err)))
 		goto out_clean;
+	if (pm_query_init(s, d.rundir, s->node == 0 ? events : NULL)) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto out_clean;
+	}
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
 		if (pm_step_resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,

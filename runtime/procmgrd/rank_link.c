@@ -1,6 +1,7 @@
 /* The unix-socket links to this node's rank supervisors: who may connect,
  * their HELLO, then their frames, fed to the state machine. */
 #include "step.h"
+#include "query.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -59,8 +60,10 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 			pm_gen_rank_msg(&s->gen, c->id, m);
 			return;
 		}
-		if (m->type == PM_MSG_RANK_EXIT || m->type == PM_MSG_RANK_STOPPED)
+		if (m->type == PM_MSG_RANK_EXIT || m->type == PM_MSG_RANK_STOPPED) {
 			s->cmd_pgid[c->id] = 0;
+			pm_query_rank_ended(s, c->id); /* a hang's stack, ahead of its end */
+		}
 		if (pm_gen_rank_msg(&s->gen, c->id, m))
 			pm_conn_drop(c, "unexpected message from a rank");
 		return;

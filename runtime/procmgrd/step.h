@@ -88,6 +88,8 @@ struct pm_step {
 	/* After the end, until every child was told it (or PM_LINGER_MS). */
 	struct pm_watch linger_w;
 	bool lingering;
+	/* query.c: the procmgr command's requests in flight */
+	struct pm_queries *queries;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA

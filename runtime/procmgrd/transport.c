@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "query.h"
+#include "rank/rank_stack.h"
 
 void pm_log(struct pm_step *s, const char *fmt, ...)
 {
@@ -126,7 +128,11 @@ static void event(void *ctx, const char *name, const char *fields)
 	int i;
 
 	pm_step_metrics_event(s, name, fields);
-	if (pm_event(&s->events, name, fields) == 0 || s->events.lost != 1)
+	if (pm_event(&s->events, name, fields) == 0) {
+		pm_query_event_written(s, name);
+		return;
+	}
+	if (s->events.lost != 1)
 		return;
 	/* Said once, here and on srun's stderr through rank 0's supervisor. */
 	snprintf(text, sizeof(text), "procmgr: the step's event log cannot be written (%s): "
@@ -343,6 +349,7 @@ int pm_step_init(struct pm_step *s)
 	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
 			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
 	cf.stop_margin_ms = 1000;
+	cf.stack_ms = PM_HANG_STACK_MS;
 	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = s->gate_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);
 	if (pm_gen_init(&s->gen, &cf))
@@ -409,6 +416,7 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
 		if (s->sup_pidfd[i] >= 0)
 			close(s->sup_pidfd[i]);
+	pm_query_free(s);
 	pm_gate_free(s);
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);

@@ -16,6 +16,7 @@
 #include "common/handshake.h"
 #include "common/tree.h"
 #include "io/auth.h"
+#include "query.h"
 
 /* ---- children ---- */
 
@@ -27,6 +28,7 @@ static void child_closed(struct pm_conn *c, const char *why)
 
 	if (slot && *slot == c) {
 		*slot = NULL;
+		pm_query_child_lost(s, c->id);
 		pm_gen_child_lost(&s->gen, c->id, why);
 	} else {
 		pm_gate_remove(s, c);
@@ -73,10 +75,14 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	struct pm_msg r;
 
 	if (c->id >= 0) {
+		if (pm_query_child_msg(s, c->id, m))
+			return;
 		if (pm_gen_child_msg(&s->gen, c->id, m))
 			pm_conn_drop(c, "unexpected message from a child");
 		return;
 	}
+	if (pm_query_client(s, c, m))
+		return; /* the procmgr command, not a child */
 	if (m->type != PM_MSG_HELLO) {
 		pm_conn_drop(c, "first message is not hello");
 		return;
@@ -256,6 +262,8 @@ static void parent_msg(struct pm_conn *c, const struct pm_msg *m)
 		parent_unproven(s, m);
 		return;
 	}
+	if (pm_query_parent_msg(s, m))
+		return;
 	if (pm_gen_parent_msg(&s->gen, m))
 		pm_conn_drop(c, "unexpected message from the parent");
 }

@@ -29,6 +29,7 @@
 #include "common/text.h"
 #include "io/conn.h"
 #include "io/loop.h"
+#include "rank_stack.h"
 
 struct rank {
 	struct pm_loop loop;
@@ -65,6 +66,9 @@ struct rank {
 	int exit_code;
 	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w, err_w, out_w;
 	sigset_t orig_mask;
+	/* On a hang: the command's stack, taken before it is stopped */
+	struct pm_rank_stack stack;
+	bool capturing;
 };
 
 static void msg(struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -184,6 +188,14 @@ static void start_child(struct rank *r, uint32_t gen)
 		if (getppid() != parent)
 			_exit(137);
 		setpgid(0, 0);
+		/* procmgrd takes the command's stacks (procmgr stacks, a hang):
+		 * under Yama's ptrace_scope 1 only a declared tracer may. */
+		{
+			struct ucred cr;
+			socklen_t cl = sizeof(cr);
+			if (r->c && !getsockopt(r->c->w.fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
+				prctl(PR_SET_PTRACER, (unsigned long)cr.pid);
+		}
 		sigprocmask(SIG_SETMASK, &r->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		setenv(PM_ENV_RESTART_COUNT, count, 1);
@@ -230,6 +242,36 @@ static void stop_child(struct rank *r)
 	pm_timer_set(r->grace_w.fd, r->grace_ms, 0);
 }
 
+static void captured(void *arg)
+{
+	struct rank *r = arg;
+
+	r->capturing = false;
+	stop_child(r);
+}
+
+/* Its stack first (rank_stack.h), for procmgrd to send up; then the stop. */
+static void capture_then_stop(struct rank *r)
+{
+	char path[4096], dir[4096], why[256];
+
+	if (r->capturing)
+		return;
+	snprintf(dir, sizeof(dir), "%s", r->heartbeat ? r->heartbeat : "");
+	if (!r->heartbeat || r->child <= 0 || r->stopping ||
+	    pm_path_hang_stack(path, sizeof(path), dirname(dir), r->lrank)) {
+		stop_child(r);
+		return;
+	}
+	if (pm_rank_stack_start(&r->stack, &r->loop, r->child, path, PM_HANG_STACK_MS, captured,
+				r, why, sizeof(why))) {
+		msg(r, "procmgr: rank %d on %s: no stack at the hang: %s", r->grank, r->node, why);
+		stop_child(r);
+		return;
+	}
+	r->capturing = true;
+}
+
 static void finish(struct rank *r, int code)
 {
 	r->exiting = true;
@@ -269,7 +311,7 @@ static void on_hang(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		msg(r, "procmgr: rank %d on %s hung: no first heartbeat within %s s of its start",
 		    r->grank, r->node, secs);
 	}
-	stop_child(r);
+	capture_then_stop(r);
 }
 
 static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -495,9 +537,14 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 		start_child(r, m->gen);
 		break;
 	case PM_MSG_STOP:
-		if (r->child > 0 && m->gen == r->gen)
-			stop_child(r);
-		else
+		if (r->child > 0 && m->gen == r->gen) {
+			/* A hang's stop: every rank's stack is taken first. One
+			 * being taken ends in the stop anyway. */
+			if (m->count & PM_FLAG_HUNG)
+				capture_then_stop(r);
+			else if (!r->capturing)
+				stop_child(r);
+		} else
 			send_simple(r, PM_MSG_RANK_STOPPED, r->last_status, 0);
 		break;
 	case PM_MSG_FINISH:
@@ -716,6 +763,7 @@ int main(int argc, char **argv)
 		unlink(r.error_file);
 	if (r.c)
 		pm_conn_free(r.c);
+	pm_rank_stack_stop(&r.stack);
 	if (r.heartbeat)
 		unlink(r.heartbeat);
 	fflush(stderr);

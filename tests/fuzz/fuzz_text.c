@@ -1,6 +1,7 @@
 /* The small text parsers: host lists, check specs, durations, the tree
  * handshake, the ready and report lines, procmgrd's argv, torch's error
- * file and the error report made of stderr's tail. Each input is
+ * file and the error report made of stderr's tail, the procmgr command's
+ * request, a node's status lines, stacks and rank lists. Each input is
  * given to every one; what parses must format back the same way where a
  * formatter exists. */
 #include <assert.h>
@@ -14,6 +15,9 @@
 #include "common/errinfo.h"
 #include "common/handshake.h"
 #include "common/hostlist.h"
+#include "common/request.h"
+#include "common/stacks.h"
+#include "common/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -23,6 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pm_ready r;
 	struct pm_report rep;
 	struct pm_daemon_args a;
+	struct pm_request q, q2;
+	struct pm_st_node sn;
+	struct pm_st_rank sr;
+	char qbuf[PM_REQ_MAX], norm[4096], top[64], line[512];
 	char **names = NULL;
 	unsigned ms, first, count;
 	int n, argc = 0;
@@ -41,6 +49,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(pm_hs_format(&h, buf, sizeof(buf)) == 0 && !strcmp(buf, s));
 		assert(pm_hs_parse(buf, &h2) == 0 && h2.job == h.job && h2.from == h.from);
 	}
+	if (pm_request_parse(s, &q) == 0) {
+		assert(pm_request_format(&q, qbuf, sizeof(qbuf)) == 0 && !strcmp(qbuf, s));
+		assert(pm_request_parse(qbuf, &q2) == 0 && q2.kind == q.kind && q2.job == q.job);
+	}
+	n = pm_st_parse(s, &sn, &sr);
+	if (n == 'N')
+		assert(pm_st_node_format(&sn, line, sizeof(line)) == 0 &&
+		       pm_st_parse(line, &sn, &sr) == 'N');
+	else if (n == 'R')
+		assert(pm_st_rank_format(&sr, line, sizeof(line)) == 0 &&
+		       pm_st_parse(line, &sn, &sr) == 'R');
+	assert(pm_stack_normalize(s, norm, sizeof(norm)) < sizeof(norm));
+	pm_stack_top(norm, top, sizeof(top));
+	if (pm_ranks_check(s, err, sizeof(err)) == 0)
+		assert(pm_ranks_contains(s, 0) >= 0);
 	(void)pm_ready_parse(s, &r);
 	(void)pm_report_parse(s, &rep);
 	{

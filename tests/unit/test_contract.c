@@ -57,6 +57,8 @@ static void test_paths(void **state)
 		assert_int_equal(pm_path_error_file_gen(g, sizeof(g), ".json", 1), 0);
 		assert_string_equal(g, ".json.1");
 	}
+	assert_int_equal(pm_path_hang_stack(b, sizeof(b), "/s/42/3.7.run", 5), 0);
+	assert_string_equal(b, "/s/42/3.7.run/hang-stack.5");
 	/* Slurm's ids are 32 bits: the largest still print in full. */
 	assert_int_equal(pm_path_rundir(b, sizeof(b), "/s", 4294967295u, 4294967294u,
 					4294967293u), 0);

@@ -125,7 +125,7 @@ static void test_constants(void **state)
 	assert_int_equal(PM_WIRE_FIXED, 5 * 4 + 2);
 	assert_int_equal(PM_WIRE_FRAME_MAX, 8 + 22 + 4096);
 	assert_int_equal(PM_MSG_HELLO, 1);
-	assert_int_equal(PM_MSG_TYPE_MAX, 21);
+	assert_int_equal(PM_MSG_TYPE_MAX, 25);
 }
 
 static void test_names(void **state)
@@ -142,6 +142,9 @@ static void test_names(void **state)
 		[PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
 		[PM_MSG_RANK_RUN] = "rank-run", [PM_MSG_REPLACE] = "replace",
 		[PM_MSG_RUNNING] = "running",
+		[PM_MSG_CLIENT] = "client",
+		[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
+		[PM_MSG_ANSWER_END] = "answer-end",
 	};
 	int t;
 

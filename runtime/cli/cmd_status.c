@@ -1,0 +1,231 @@
+/* procmgr status [JOBID[.STEP]] [--json]: every rank and node of a step,
+ * gathered through its control tree with one request to the root. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "cmd.h"
+#include "common/status.h"
+#include "common/text.h"
+
+#define USAGE \
+	"usage: procmgr status [JOBID[.STEP]] [--json]\n" \
+	"  every rank (rank, local rank, node, pid, state, generation, age of its last\n" \
+	"  heartbeat, CPU time, memory) and every node (procmgrd's phase, health) of the\n" \
+	"  step, with a summary. Default: the running steps of the current job\n" \
+	"  ($SLURM_JOB_ID), else of the user. --json: one object per step.\n"
+
+struct answers {
+	struct pm_st_node *n;
+	struct pm_st_rank *r;
+	int nn, nr, ncap, rcap, bad;
+};
+
+static int collect(void *arg, const struct pm_msg *m)
+{
+	struct answers *a = arg;
+	char text[PM_WIRE_TEXT_MAX + 1], *line, *save = NULL;
+	struct pm_st_node n;
+	struct pm_st_rank r;
+
+	memcpy(text, m->text, (size_t)m->text_len + 1);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int k = pm_st_parse(line, &n, &r);
+		if (k == 'N') {
+			if (a->nn == a->ncap) {
+				int c = a->ncap ? a->ncap * 2 : 16;
+				void *p = realloc(a->n, (size_t)c * sizeof(*a->n));
+				if (!p)
+					return 1;
+				a->n = p;
+				a->ncap = c;
+			}
+			a->n[a->nn++] = n;
+		} else if (k == 'R') {
+			if (a->nr == a->rcap) {
+				int c = a->rcap ? a->rcap * 2 : 16;
+				void *p = realloc(a->r, (size_t)c * sizeof(*a->r));
+				if (!p)
+					return 1;
+				a->r = p;
+				a->rcap = c;
+			}
+			a->r[a->nr++] = r;
+		} else {
+			a->bad++;
+		}
+	}
+	return 0;
+}
+
+static int by_node(const void *x, const void *y)
+{
+	const struct pm_st_node *a = x, *b = y;
+	return (a->node > b->node) - (a->node < b->node);
+}
+
+static int by_rank(const void *x, const void *y)
+{
+	const struct pm_st_rank *a = x, *b = y;
+	if (a->rank != b->rank)
+		return (a->rank > b->rank) - (a->rank < b->rank);
+	return (a->node > b->node) - (a->node < b->node);
+}
+
+static const char *node_name(const struct answers *a, int node)
+{
+	int i;
+
+	for (i = 0; i < a->nn; i++)
+		if (a->n[i].node == node)
+			return a->n[i].name;
+	return "?";
+}
+
+static void fmt_ms(long long ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (ms < 10000)
+		snprintf(buf, len, "%.2fs", ms / 1000.0);
+	else
+		snprintf(buf, len, "%.0fs", ms / 1000.0);
+}
+
+static void fmt_kb(long long kb, char *buf, size_t len)
+{
+	if (kb < 0)
+		snprintf(buf, len, "-");
+	else if (kb < 10240)
+		snprintf(buf, len, "%lldK", kb);
+	else
+		snprintf(buf, len, "%.1fM", kb / 1024.0);
+}
+
+static void print_text(const struct pm_target *t, const struct answers *a, const char *sum)
+{
+	char beat[32], cpu[32], rss[32];
+	int i;
+
+	printf("step %u.%u: %s\n", t->job, t->step, sum);
+	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %s\n", "RANK", "LOCAL", "NODE", "PID",
+	       "STATE", "GEN", "BEAT", "CPU", "RSS");
+	for (i = 0; i < a->nr; i++) {
+		const struct pm_st_rank *r = &a->r[i];
+		char rank[16], pid[16];
+		snprintf(rank, sizeof(rank), r->rank < 0 ? "?" : "%d", r->rank);
+		snprintf(pid, sizeof(pid), r->pid ? "%d" : "-", r->pid);
+		fmt_ms(r->beat_ms, beat, sizeof(beat));
+		fmt_ms(r->cpu_ms, cpu, sizeof(cpu));
+		fmt_kb(r->rss_kb, rss, sizeof(rss));
+		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %s\n", rank, r->local,
+		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss);
+	}
+	printf("%-6s %-16s %-9s %-4s %-5s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
+	       "HEALTH");
+	for (i = 0; i < a->nn; i++) {
+		const struct pm_st_node *n = &a->n[i];
+		printf("%-6d %-16s %-9s %-4u %-5d %s\n", n->node, n->name, n->phase, n->gen,
+		       n->ranks, n->health);
+	}
+}
+
+static void print_json(const struct pm_target *t, const struct answers *a,
+		       const struct pm_st_summary *s, const char *sum)
+{
+	int i;
+
+	printf("{\"job\":%u,\"step\":%u,\"summary\":{\"text\":", t->job, t->step);
+	pm_json_print(stdout, sum);
+	printf(",\"nodes\":%d,\"nodes_answering\":%d,\"ranks\":%d,\"running\":%d,\"done\":%d,"
+	       "\"failed\":%d,\"other\":%d,\"gen_min\":%u,\"gen_max\":%u},\"ranks\":[", s->nodes,
+	       s->nodes_up, s->ranks, s->running, s->done, s->failed, s->other, s->gen_min,
+	       s->gen_max);
+	for (i = 0; i < a->nr; i++) {
+		const struct pm_st_rank *r = &a->r[i];
+		printf("%s{\"rank\":%d,\"local_rank\":%d,\"node\":", i ? "," : "", r->rank, r->local);
+		pm_json_print(stdout, node_name(a, r->node));
+		printf(",\"node_id\":%d,\"pid\":%d,\"state\":\"%s\",\"gen\":%u,\"restarts\":%u,"
+		       "\"heartbeat_age_ms\":%lld,\"cpu_ms\":%lld,\"rss_kb\":%lld}", r->node, r->pid,
+		       r->state, r->gen, r->gen, r->beat_ms, r->cpu_ms, r->rss_kb);
+	}
+	printf("],\"nodes\":[");
+	for (i = 0; i < a->nn; i++) {
+		const struct pm_st_node *n = &a->n[i];
+		printf("%s{\"node_id\":%d,\"name\":", i ? "," : "", n->node);
+		pm_json_print(stdout, n->name);
+		printf(",\"phase\":\"%s\",\"gen\":%u,\"ranks\":%d,\"health\":\"%s\"}", n->phase,
+		       n->gen, n->ranks, n->health);
+	}
+	printf("]}\n");
+}
+
+static int one(const char *id, int json)
+{
+	struct answers a = { 0 };
+	struct pm_st_summary s;
+	struct pm_target t;
+	struct pm_msg end;
+	char why[1024], sum[256];
+	int rc = 1;
+
+	if (pm_client_resolve("status", id, &t))
+		return 1;
+	if (pm_client_ask(&t, PM_Q_STATUS, "-", 10000, collect, &a, &end, why, sizeof(why))) {
+		fprintf(stderr, "procmgr status: %s\n", why);
+		goto out;
+	}
+	qsort(a.n, (size_t)a.nn, sizeof(*a.n), by_node);
+	qsort(a.r, (size_t)a.nr, sizeof(*a.r), by_rank);
+	pm_st_summarize(a.n, a.nn, a.r, a.nr, &s);
+	pm_st_summary_line(&s, sum, sizeof(sum));
+	if (json)
+		print_json(&t, &a, &s, sum);
+	else
+		print_text(&t, &a, sum);
+	if (a.bad)
+		fprintf(stderr, "procmgr status: %d line%s of the answer could not be read\n", a.bad,
+			a.bad == 1 ? "" : "s");
+	rc = 0;
+out:
+	free(a.n);
+	free(a.r);
+	return rc;
+}
+
+int pm_cmd_status(int argc, char **argv)
+{
+	const char *id = NULL;
+	char steps[8192], why[512], *w, *save = NULL;
+	int i, json = 0, rc = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(USAGE, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (argv[i][0] != '-' && !id) {
+			id = argv[i];
+		} else {
+			fprintf(stderr, "procmgr status: unexpected argument '%.64s'\n%s", argv[i],
+				USAGE);
+			return 2;
+		}
+	}
+	if (id)
+		return one(id, json);
+	if (pm_client_steps(steps, sizeof(steps), why, sizeof(why)) < 0) {
+		fprintf(stderr, "procmgr status: %s\n", why);
+		return 1;
+	}
+	if (!steps[0]) {
+		fprintf(stderr, "procmgr status: no running step of %s; name one: "
+			"procmgr status JOBID[.STEP]\n", getenv("SLURM_JOB_ID") ? "this job" : "yours");
+		return 1;
+	}
+	for (w = strtok_r(steps, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		rc |= one(w, json);
+	return rc;
+}

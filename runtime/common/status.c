@@ -1,0 +1,201 @@
+#include "status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int word_ok(const char *w)
+{
+	if (!*w)
+		return 0;
+	for (; *w; w++)
+		if (*w <= ' ' || *w == '=' || *w == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int done(int n, size_t len)
+{
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
+{
+	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health))
+		return -1;
+	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health), len);
+}
+
+int pm_st_rank_format(const struct pm_st_rank *r, char *buf, size_t len)
+{
+	if (!word_ok(r->state))
+		return -1;
+	return done(snprintf(buf, len, "rank id=%d local=%d node=%d pid=%d state=%s gen=%u "
+			     "beat_ms=%lld cpu_ms=%lld rss_kb=%lld", r->rank, r->local, r->node,
+			     r->pid, r->state, r->gen, r->beat_ms, r->cpu_ms, r->rss_kb), len);
+}
+
+static int num(const char *v, long long lo, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	return errno || end == v || *end || *out < lo || *out > 0x7fffffffffffLL ? -1 : 0;
+}
+
+static int str(const char *v, char *out, size_t len)
+{
+	if (!word_ok(v) || strlen(v) >= len)
+		return -1;
+	strcpy(out, v);
+	return 0;
+}
+
+/* Every key of the kind exactly once, in any order. */
+static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned *seen)
+{
+	long long x;
+	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health" };
+	unsigned i;
+
+	for (i = 0; i < 6 && strcmp(k, keys[i]); i++)
+		;
+	if (i == 6 || (*seen & (1u << i)))
+		return -1;
+	*seen |= 1u << i;
+	switch (i) {
+	case 1: return str(v, n->name, sizeof(n->name));
+	case 2: return str(v, n->phase, sizeof(n->phase));
+	case 5: return str(v, n->health, sizeof(n->health));
+	}
+	if (num(v, 0, &x) || x > 0x7fffffff)
+		return -1;
+	if (i == 0)
+		n->node = (int)x;
+	else if (i == 3)
+		n->gen = (unsigned)x;
+	else
+		n->ranks = (int)x;
+	return 0;
+}
+
+static int rank_kv(struct pm_st_rank *r, const char *k, const char *v, unsigned *seen)
+{
+	static const char *const keys[] = { "id", "local", "node", "pid", "state", "gen",
+					    "beat_ms", "cpu_ms", "rss_kb" };
+	long long x;
+	unsigned i;
+
+	for (i = 0; i < 9 && strcmp(k, keys[i]); i++)
+		;
+	if (i == 9 || (*seen & (1u << i)))
+		return -1;
+	*seen |= 1u << i;
+	if (i == 4)
+		return str(v, r->state, sizeof(r->state));
+	/* -1: unknown (a rank's id before its supervisor came; no heartbeat,
+	 * no process to measure). */
+	if (num(v, i >= 6 || i == 0 ? -1 : 0, &x) || (i < 6 && x > 0x7fffffff))
+		return -1;
+	switch (i) {
+	case 0: r->rank = (int)x; break;
+	case 1: r->local = (int)x; break;
+	case 2: r->node = (int)x; break;
+	case 3: r->pid = (int)x; break;
+	case 5: r->gen = (unsigned)x; break;
+	case 6: r->beat_ms = x; break;
+	case 7: r->cpu_ms = x; break;
+	default: r->rss_kb = x; break;
+	}
+	return 0;
+}
+
+int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
+{
+	char buf[512], *save = NULL, *w;
+	int kind;
+	unsigned seen = 0;
+
+	if (strlen(line) >= sizeof(buf))
+		return -1;
+	strcpy(buf, line);
+	w = strtok_r(buf, " ", &save);
+	if (!w)
+		return -1;
+	if (!strcmp(w, "node")) {
+		kind = 'N';
+		memset(n, 0, sizeof(*n));
+	} else if (!strcmp(w, "rank")) {
+		kind = 'R';
+		memset(r, 0, sizeof(*r));
+	} else {
+		return -1;
+	}
+	while ((w = strtok_r(NULL, " ", &save))) {
+		char *eq = strchr(w, '=');
+		if (!eq)
+			return -1;
+		*eq = '\0';
+		if (kind == 'N' ? node_kv(n, w, eq + 1, &seen) : rank_kv(r, w, eq + 1, &seen))
+			return -1;
+	}
+	return seen == (kind == 'N' ? 0x3fu : 0x1ffu) ? kind : -1;
+}
+
+void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
+		     struct pm_st_summary *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->nodes = nn;
+	s->ranks = nr;
+	for (i = 0; i < nn; i++)
+		if (strcmp(n[i].phase, "absent") && strcmp(n[i].phase, "lost"))
+			s->nodes_up++;
+	for (i = 0; i < nr; i++) {
+		if (!strcmp(r[i].state, "running"))
+			s->running++;
+		else if (!strcmp(r[i].state, "done"))
+			s->done++;
+		else if (!strcmp(r[i].state, "failed"))
+			s->failed++;
+		else
+			s->other++;
+		if (i == 0 || r[i].gen < s->gen_min)
+			s->gen_min = r[i].gen;
+		if (i == 0 || r[i].gen > s->gen_max)
+			s->gen_max = r[i].gen;
+	}
+}
+
+void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
+{
+	size_t off;
+
+#define ADD(...) (off += (size_t)snprintf(buf + off, off < len ? len - off : 0, __VA_ARGS__))
+	off = 0;
+	ADD("%d rank%s on %d node%s", s->ranks, s->ranks == 1 ? "" : "s", s->nodes,
+	    s->nodes == 1 ? "" : "s");
+	if (s->nodes_up < s->nodes)
+		ADD(" (%d not answering)", s->nodes - s->nodes_up);
+	ADD(":");
+	if (s->running)
+		ADD(" %d running", s->running);
+	if (s->done)
+		ADD("%s %d done", s->running ? "," : "", s->done);
+	if (s->failed)
+		ADD("%s %d failed", s->running || s->done ? "," : "", s->failed);
+	if (s->other)
+		ADD("%s %d other", s->running || s->done || s->failed ? "," : "", s->other);
+	if (!s->ranks)
+		ADD(" none");
+	else if (s->gen_min == s->gen_max)
+		ADD("; generation %u", s->gen_max);
+	else
+		ADD("; generations %u to %u", s->gen_min, s->gen_max);
+#undef ADD
+}

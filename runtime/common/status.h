@@ -1,0 +1,48 @@
+/* A node's answer to a status query: one line for the node, one per local
+ * rank, as key=value words; and the summary of many such answers. The
+ * same lines travel the tree and are read by the procmgr command, which
+ * prints them as a table or as JSON. Pure. */
+#ifndef PM_STATUS_H
+#define PM_STATUS_H
+
+#include <stddef.h>
+
+#define PM_ST_WORD 64
+
+struct pm_st_node {
+	int node;
+	char name[PM_ST_WORD];
+	char phase[16]; /* procmgrd's: starting running stopping delay finished aborted,
+			 * or "absent" (never joined) / "lost" (its link went away) */
+	unsigned gen;
+	int ranks;      /* local ranks */
+	char health[16]; /* ok, failed, unknown */
+};
+
+struct pm_st_rank {
+	int rank, local, node; /* rank -1: its supervisor has not come yet */
+	int pid;        /* the command's, 0 when none runs */
+	char state[16]; /* absent idle running done failed gone */
+	unsigned gen;
+	long long beat_ms; /* age of the last heartbeat, -1 without a hang timeout */
+	long long cpu_ms;  /* the command's user+system time, -1 unknown */
+	long long rss_kb;  /* its resident memory, -1 unknown */
+};
+
+/* One line each, no newline. -1 if it does not fit or a word has a space. */
+int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len);
+int pm_st_rank_format(const struct pm_st_rank *r, char *buf, size_t len);
+/* One line (no newline): 'N' (n filled), 'R' (r filled), -1 malformed. */
+int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r);
+
+struct pm_st_summary {
+	int nodes, nodes_up, ranks;
+	int running, done, failed, other; /* ranks by state */
+	unsigned gen_min, gen_max;
+};
+void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
+		     struct pm_st_summary *s);
+/* "8 ranks on 4 nodes: 8 running; generation 1" and what differs. */
+void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len);
+
+#endif

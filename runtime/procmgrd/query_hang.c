@@ -1,0 +1,223 @@
+/* The stacks of a hang. Each supervisor takes its command's stack before
+ * stopping it (rank/rank_stack.h): the hung rank's when it judges it hung,
+ * every other's on the root's STOP with PM_FLAG_HUNG. Its node's procmgrd
+ * reads it, keeps it in state_dir and sends it up the tree (ANSWER of
+ * query 0) ahead of the rank's end, so that by the root's STOPPED, when
+ * it blames the oldest heartbeat, every stack is in: the root then says
+ * the grouped summary with the hung rank's stack on srun's stderr and in
+ * the event log. */
+#include "step.h"
+#include "query.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/contract.h"
+#include "common/stacks.h"
+#include "common/text.h"
+
+#define PM_HANG_RAW_MAX (256 * 1024)
+
+struct pm_hang_stack {
+	int rank, node;
+	char *text;
+};
+
+/* The root's: the stacks of this generation's hang, as they come. */
+static struct pm_hang_stack *kept;
+static int nkept, kept_cap;
+
+static void keep(int rank, int node, const char *text)
+{
+	if (nkept == kept_cap) {
+		int n = kept_cap ? kept_cap * 2 : 16;
+		struct pm_hang_stack *p = realloc(kept, (size_t)n * sizeof(*p));
+		if (!p)
+			return;
+		kept = p;
+		kept_cap = n;
+	}
+	kept[nkept].text = strdup(text);
+	if (!kept[nkept].text)
+		return;
+	kept[nkept].rank = rank;
+	kept[nkept].node = node;
+	nkept++;
+}
+
+void pm_query_hang_clear(void)
+{
+	int i;
+
+	for (i = 0; i < nkept; i++)
+		free(kept[i].text);
+	free(kept);
+	kept = NULL;
+	nkept = kept_cap = 0;
+}
+
+/* In state_dir beside the step's logs, for after the step: JOB/STEP.hang.RANK.stack. */
+static void save(struct pm_step *s, int rank, const char *text)
+{
+	char dir[4096], path[4200];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", pm_query_rundir(s));
+	snprintf(path, sizeof(path), "%s/%u.hang.%d.stack", dirname(dir), s->stepid, rank);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		pm_log(s, "cannot keep rank %d's stack in %s: %m", rank, path);
+	if (fd >= 0)
+		close(fd);
+}
+
+void pm_query_rank_ended(struct pm_step *s, int lrank)
+{
+	char path[4096], *raw, *text;
+	int fd, grank = s->gen.ranks[lrank].grank;
+	ssize_t n;
+
+	if (pm_path_hang_stack(path, sizeof(path), pm_query_rundir(s), lrank) ||
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return; /* no hang: no stack */
+	raw = malloc(PM_HANG_RAW_MAX + 1);
+	text = malloc(PM_WIRE_TEXT_MAX + 1);
+	n = raw ? read(fd, raw, PM_HANG_RAW_MAX) : -1;
+	close(fd);
+	unlink(path);
+	if (n >= 0 && text) {
+		raw[n] = '\0';
+		/* One frame: a stack's first PM_WIRE_TEXT_MAX bytes, whole lines. */
+		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1))
+			snprintf(text, PM_WIRE_TEXT_MAX + 1, "procmgr: no stack for rank %d\n", grank);
+		save(s, grank, text);
+		if (s->node == 0) {
+			keep(grank, s->node, text);
+		} else if (s->parent && s->parent_ok) {
+			struct pm_msg m;
+			pm_msg_init(&m, PM_MSG_ANSWER);
+			m.rank = grank;
+			m.node = s->node;
+			pm_msg_set_text(&m, text);
+			pm_step_send(s, s->parent, &m);
+		}
+	}
+	free(raw);
+	free(text);
+}
+
+void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
+{
+	if (s->node == 0)
+		keep(m->rank, m->node, m->text);
+	else if (s->parent && s->parent_ok)
+		pm_step_send(s, s->parent, m);
+}
+
+/* The python part of a normalized stack, else its first native frames. */
+static void excerpt(const char *norm, char *out, size_t len)
+{
+	const char *py = strstr(norm, "python:\n");
+	size_t n;
+	int lines = 0;
+
+	if (py) {
+		snprintf(out, len, "%s", py);
+		return;
+	}
+	for (n = 0; norm[n] && lines < 12; n++)
+		if (norm[n] == '\n')
+			lines++;
+	snprintf(out, len, "%.*s", (int)n, norm);
+}
+
+static void say(struct pm_step *s, const char *text)
+{
+	struct pm_msg m;
+	int i, best = -1;
+
+	for (i = 0; i < s->ntasks_local; i++)
+		if (s->ranks[i] && (best < 0 || s->gen.ranks[i].grank < s->gen.ranks[best].grank))
+			best = i;
+	if (best < 0)
+		return;
+	pm_msg_init(&m, PM_MSG_PRINT);
+	pm_msg_set_text(&m, text);
+	pm_step_send(s, s->ranks[best], &m);
+}
+
+/* At the root's "hang" event: the summary, grouped, the hung rank's stack
+ * last. */
+void pm_query_hang_report(struct pm_step *s)
+{
+	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
+	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	char out[PM_WIRE_TEXT_MAX], top[128], list[512], ex[2048], esc[PM_WIRE_TEXT_MAX];
+	char groups[2048], etop[256];
+	int hung = s->gen.hang.rank, i, g, ng, hi = -1;
+	size_t off = 0, goff = 0;
+
+	if (!texts || !ranks || !group || !members || !nkept)
+		goto out;
+	for (i = 0; i < nkept; i++) {
+		texts[i] = kept[i].text;
+		ranks[i] = kept[i].rank;
+		if (kept[i].rank == hung)
+			hi = i;
+	}
+	ng = pm_stack_group(texts, ranks, nkept, group);
+	off += (size_t)snprintf(out + off, sizeof(out) - off,
+				"procmgr: stacks at the hang of generation %u: %d rank%s, %d distinct "
+				"(kept in state_dir/%u/%u.hang.RANK.stack on each node)", s->gen.gen,
+				nkept, nkept == 1 ? "" : "s", ng, s->job, s->stepid);
+	groups[0] = '\0';
+	for (g = 0; g < ng; g++) {
+		int k = 0, j = 0;
+		for (i = 0; i < nkept; i++)
+			if (group[i] == g) {
+				members[k++] = ranks[i];
+				j = i;
+			}
+		if (pm_ranks_format(members, k, list, sizeof(list)))
+			snprintf(list, sizeof(list), "%d ranks", k);
+		pm_stack_top(texts[j], top, sizeof(top));
+		pm_json_escape(top, etop, sizeof(etop));
+		if (off < sizeof(out))
+			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   rank%s %s in %s",
+						k == 1 ? "" : "s", list, top[0] ? top : "?");
+		if (goff < sizeof(groups))
+			goff += (size_t)snprintf(groups + goff, sizeof(groups) - goff,
+						 "%s{\"ranks\":\"%s\",\"top\":\"%s\"}", g ? "," : "", list,
+						 etop);
+	}
+	if (hi >= 0) {
+		pm_stack_top(texts[hi], top, sizeof(top));
+		excerpt(texts[hi], ex, sizeof(ex));
+		if (off < sizeof(out))
+			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (hung first) was in "
+				 "%s:\n%s", hung, top[0] ? top : "?", ex);
+		pm_json_escape(texts[hi], esc, sizeof(esc));
+		pm_json_escape(top, etop, sizeof(etop));
+	} else {
+		etop[0] = '\0';
+		top[0] = esc[0] = '\0';
+	}
+	say(s, out);
+	if (goff >= sizeof(groups))
+		groups[0] = '\0'; /* cut: the file on each node has them all */
+	{
+		char f[PM_WIRE_TEXT_MAX * 2];
+		snprintf(f, sizeof(f), "\"gen\":%u,\"rank\":%d,\"top\":\"%s\",\"ranks\":%d,"
+			 "\"groups\":[%s],\"stack\":\"%s\"", s->gen.gen, hung, etop, nkept, groups, esc);
+		pm_step_ops.event(s, "hang_stacks", f);
+	}
+out:
+	free(texts), free(ranks), free(group), free(members);
+	pm_query_hang_clear();
+}

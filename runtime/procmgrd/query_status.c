@@ -1,0 +1,111 @@
+/* This node's answer to a status query: its procmgrd and each local rank
+ * (common/status.h), read from the state machine, the heartbeat files and
+ * /proc. */
+#include "step.h"
+#include "query.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/contract.h"
+#include "common/status.h"
+
+static const char *rank_state(enum pm_rank_state st)
+{
+	static const char *const names[] = { "absent", "idle", "running", "done", "failed",
+					     "gone" };
+	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "unknown";
+}
+
+/* Age of the rank's heartbeat file (touched by the user's code through
+ * the supervisor), -1 without one. */
+static long long beat_age(struct pm_step *s, int lrank)
+{
+	char path[4096];
+	struct stat st;
+	struct timespec now;
+	long long ms;
+
+	if (pm_path_heartbeat(path, sizeof(path), pm_query_rundir(s), lrank) ||
+	    stat(path, &st) || clock_gettime(CLOCK_REALTIME, &now))
+		return -1;
+	ms = (long long)(now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+	     (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : ms;
+}
+
+/* The command's CPU time and resident memory (its process, not its
+ * children: what a glance needs), -1 when unknown. */
+static void usage(pid_t pid, long long *cpu_ms, long long *rss_kb)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st, size, rss;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	FILE *f;
+
+	*cpu_ms = *rss_kb = -1;
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		/* After the command's name, which may hold spaces and ')'. */
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			   &st) == 2 && tck > 0)
+			*cpu_ms = (long long)((ut + st) * 1000 / (unsigned long long)tck);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fscanf(f, "%llu %llu", &size, &rss) == 2 && page > 0)
+			*rss_kb = (long long)(rss * (unsigned long long)page / 1024);
+		fclose(f);
+	}
+}
+
+/* A failed check leaves its report for the plugin's drain (guard.c). */
+static const char *health(struct pm_step *s)
+{
+	struct stat st;
+
+	if (!s->guard || !s->guard->n)
+		return "none";
+	return s->guard->report[0] && stat(s->guard->report, &st) == 0 && st.st_size > 0 ?
+		       "failed" : "ok";
+}
+
+void pm_query_status(struct pm_step *s, struct pm_q *q)
+{
+	struct pm_st_node n = { .node = s->node, .gen = s->gen.gen, .ranks = s->ntasks_local };
+	char text[PM_WIRE_TEXT_MAX * 4], line[512];
+	size_t off = 0;
+	int i;
+
+	snprintf(n.name, sizeof(n.name), "%s", s->names[s->node]);
+	snprintf(n.phase, sizeof(n.phase), "%s", pm_phase_name(s->gen.phase));
+	snprintf(n.health, sizeof(n.health), "%s", health(s));
+	text[0] = '\0';
+	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
+	for (i = 0; i < s->ntasks_local; i++) {
+		const struct pm_gen_rank *g = &s->gen.ranks[i];
+		struct pm_st_rank r = { .rank = g->st == PM_RANK_ABSENT ? -1 : g->grank,
+					.local = i, .node = s->node, .gen = s->gen.gen };
+		r.pid = g->st == PM_RANK_RUNNING ? (int)s->cmd_pgid[i] : 0;
+		snprintf(r.state, sizeof(r.state), "%s", rank_state(g->st));
+		r.beat_ms = g->st == PM_RANK_RUNNING ? beat_age(s, i) : -1;
+		usage(r.pid, &r.cpu_ms, &r.rss_kb);
+		if (pm_st_rank_format(&r, line, sizeof(line)))
+			continue;
+		if (off + strlen(line) + 2 >= sizeof(text)) {
+			pm_q_text(s, q, -1, text);
+			off = 0;
+		}
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
+	}
+	if (off)
+		pm_q_text(s, q, -1, text);
+}

@@ -1,0 +1,34 @@
+# A rank of the introspection tests (run by Debian's /usr/bin/python3, whose
+# frames gdb can read with python3-dbg): rank STUCK_RANK beats once, then
+# spins in spin() for ever; the others beat in work() for RUN seconds. Each
+# logs its start in $PM_LOG first.
+import os
+import time
+
+
+def beat():
+    path = os.environ.get("PROCMGR_HEARTBEAT")
+    if path:
+        open(path, "a").close()
+        os.utime(path)
+
+
+def spin():
+    while True:
+        time.sleep(0.1)
+
+
+def work():
+    end = time.time() + float(os.environ.get("RUN", "300"))
+    while time.time() < end:
+        beat()
+        time.sleep(0.2)
+
+
+rank = os.environ["RANK"]
+with open(os.environ["PM_LOG"], "a") as log:
+    log.write("start rank=%s gen=%s pid=%d\n" % (rank, os.environ.get("PROCMGR_RESTART_COUNT"), os.getpid()))
+beat()
+if rank == os.environ.get("STUCK_RANK"):
+    spin()
+work()
