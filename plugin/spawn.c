@@ -143,6 +143,7 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd)
 	a.health_report = n->report;
 	a.health_timeout_ms = pm_g.site.health_timeout_ms;
 	a.peer_timeout_ms = pm_g.site.peer_timeout_ms;
+	a.connect_timeout_ms = pm_g.site.connect_timeout_ms;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  sizeof(buf), err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);

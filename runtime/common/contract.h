@@ -156,6 +156,7 @@ struct pm_daemon_args {
 	const char *health_report; /* NULL: none */
 	unsigned health_timeout_ms; /* each check script */
 	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
+	unsigned connect_timeout_ms; /* waiting for the parent to listen */
 };
 
 #define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
@@ -165,7 +166,7 @@ struct pm_daemon_args {
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS]\n" \
+	"[--peer-timeout MS] [--connect-timeout MS]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

@@ -237,6 +237,7 @@ static void full_args(struct pm_daemon_args *a)
 	a->health_report = "/s/7/3.2.unhealthy";
 	a->health_timeout_ms = 1500;
 	a->peer_timeout_ms = 2500;
+	a->connect_timeout_ms = 45000;
 }
 
 static void same_str(const char *a, const char *b)
@@ -266,6 +267,7 @@ static void same_args(const struct pm_daemon_args *a, const struct pm_daemon_arg
 	same_str(a->health_report, b->health_report);
 	assert_int_equal(a->health_timeout_ms, b->health_timeout_ms);
 	assert_int_equal(a->peer_timeout_ms, b->peer_timeout_ms);
+	assert_int_equal(a->connect_timeout_ms, b->connect_timeout_ms);
 }
 
 static int argc_of(char **argv)
@@ -293,7 +295,7 @@ static void test_args_round_trip(void **state)
 	assert_string_equal(argv[3], "--step");
 	assert_string_equal(argv[5], "--node-id");
 	assert_string_equal(argv[6], "2");
-	assert_int_equal(argc_of(argv), 35);
+	assert_int_equal(argc_of(argv), 37);
 	assert_string_equal(argv[31], "--munge-socket");
 	assert_int_equal(pm_daemon_args_parse(&b, argc_of(argv), argv, err, sizeof(err)), 0);
 	same_args(&a, &b);
