@@ -163,5 +163,6 @@ int pm_remote_exit(spank_t sp)
 	pm_drain_maybe(&node_s);
 	if (node_s.plan)
 		pm_bind_plan_free(node_s.plan);
+	pm_node_free(&node_s);
 	return 0;
 }
