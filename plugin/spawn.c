@@ -150,10 +150,14 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  buflen, err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);
-	/* Only what we pass: nothing of slurmstepd's fds. */
-	for (fd = 3; fd < 1024; fd++)
-		if (fd != ready_fd)
-			close(fd);
+	/* Only what we pass: nothing of slurmstepd's fds. Two calls, not a
+	 * thousand (each is a launch's cost); the loop where the kernel has
+	 * no close_range. */
+	if ((ready_fd > 3 && syscall(SYS_close_range, 3u, (unsigned)ready_fd - 1, 0u)) ||
+	    syscall(SYS_close_range, (unsigned)ready_fd + 1, ~0u, 0u))
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != ready_fd)
+				close(fd);
 	execve(argv[0], argv, envp);
 	child_fails(ready_fd, "cannot run %s: %s", argv[0], strerror(errno));
 }
