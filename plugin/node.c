@@ -1,6 +1,7 @@
 /* slurmstepd: what this node's part of the step is, read once in
  * init_post_opt from Slurm and the site's configuration. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/slurm.h>
@@ -26,6 +27,31 @@ static void munge_socket_from_conf(char *buf, size_t len)
 	if (n < len) {
 		memcpy(buf, p, n);
 		buf[n] = '\0';
+	}
+}
+
+/* Slurm compresses the list, but a large step on scattered nodes of a big
+ * cluster (or one named without a numeric pattern) still makes megabytes:
+ * no fixed buffer. */
+#define NODELIST_MAX (64u << 20)
+
+static char *step_nodelist(spank_t sp)
+{
+	size_t len = 4096;
+
+	for (;;) {
+		char *buf = malloc(len);
+		spank_err_t rc;
+
+		if (!buf)
+			return NULL;
+		rc = spank_getenv(sp, "SLURM_STEP_NODELIST", buf, (int)len);
+		if (rc == ESPANK_SUCCESS)
+			return buf;
+		free(buf);
+		if (rc != ESPANK_NOSPACE || len >= NODELIST_MAX)
+			return NULL;
+		len *= 4;
 	}
 }
 
@@ -72,6 +98,12 @@ static int paths(struct pm_node *n, char *err, size_t errlen)
 	return 0;
 }
 
+void pm_node_free(struct pm_node *n)
+{
+	free(n->nodelist);
+	n->nodelist = NULL;
+}
+
 int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 {
 	struct pm_opts all = pm_g.resolved;
@@ -89,9 +121,13 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read the step's identity from Slurm");
 		return -1;
 	}
-	if (spank_getenv(sp, "SLURM_STEP_NODELIST", n->nodelist, sizeof(n->nodelist)) !=
-		    ESPANK_SUCCESS ||
-	    pm_hostlist_first(n->nodelist, n->master, sizeof(n->master))) {
+	n->nodelist = step_nodelist(sp);
+	if (!n->nodelist) {
+		snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST "
+			 "unset, or over %u MiB)", NODELIST_MAX >> 20);
+		return -1;
+	}
+	if (pm_hostlist_first(n->nodelist, n->master, sizeof(n->master))) {
 		snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST='%.400s')",
 			 n->nodelist);
 		return -1;

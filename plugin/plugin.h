@@ -31,7 +31,7 @@ struct pm_node {
 	uid_t uid;
 	gid_t gid;
 	unsigned port; /* control tree; MASTER_PORT is port + 1 */
-	char nodelist[4096];
+	char *nodelist; /* SLURM_STEP_NODELIST, as long as it is (malloc) */
 	char master[256];
 	char opts[4096]; /* the resolved options, as they travel (pm_opts_format) */
 	char jobdir[PATH_MAX];
@@ -49,6 +49,7 @@ struct pm_node {
 /* The step's identity, node list, ports and paths, from Slurm and the
  * site's configuration. 0, or -1 with err. */
 int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen);
+void pm_node_free(struct pm_node *n);
 
 /* Messages to the user, always prefixed with the plugin's name. */
 #define pm_err(...) slurm_error(PM_NAME ": " __VA_ARGS__)

@@ -13,6 +13,7 @@
 #include "plugin.h"
 #include "spawn.h"
 #include "taskenv.h"
+#include "topocache.h"
 
 static struct pm_node node_s;
 static bool active; /* procmgr supervises this step on this node */
@@ -66,6 +67,8 @@ int pm_remote_post_opt(spank_t sp)
 	if (pm_node_prepare(sp, &node_s, err, sizeof(err)) ||
 	    pm_spawn_dirs(&node_s, err, sizeof(err)))
 		return defer_error(err, false);
+	if (pm_g.resolved.bind)
+		pm_topocache_refresh();
 	return 0;
 }
 
@@ -163,5 +166,6 @@ int pm_remote_exit(spank_t sp)
 	pm_drain_maybe(&node_s);
 	if (node_s.plan)
 		pm_bind_plan_free(node_s.plan);
+	pm_node_free(&node_s);
 	return 0;
 }

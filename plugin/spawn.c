@@ -103,10 +103,13 @@ static void redirect(const char *log)
 	}
 }
 
+/* buf holds procmgrd's argument strings: allocated before the fork, as
+ * nothing that may take a lock (malloc) is safe in the child of a threaded
+ * slurmstepd. */
 static void __attribute__((noreturn))
-exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd)
+exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, char *buf,
+	      size_t buflen)
 {
-	static char buf[4 * PATH_MAX + sizeof(n->nodelist) + sizeof(n->opts) + 1024];
 	char log[PATH_MAX], events[PATH_MAX], err[PM_ERRLEN];
 	char *argv[PM_DAEMON_ARGV_MAX];
 	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
@@ -144,13 +147,18 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd)
 	a.health_timeout_ms = pm_g.site.health_timeout_ms;
 	a.peer_timeout_ms = pm_g.site.peer_timeout_ms;
 	a.metrics_dir = pm_g.site.metrics_dir[0] ? pm_g.site.metrics_dir : NULL;
+	a.connect_timeout_ms = pm_g.site.connect_timeout_ms;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
-				  sizeof(buf), err, sizeof(err)))
+				  buflen, err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);
-	/* Only what we pass: nothing of slurmstepd's fds. */
-	for (fd = 3; fd < 1024; fd++)
-		if (fd != ready_fd)
-			close(fd);
+	/* Only what we pass: nothing of slurmstepd's fds. Two calls, not a
+	 * thousand (each is a launch's cost); the loop where the kernel has
+	 * no close_range. */
+	if ((ready_fd > 3 && syscall(SYS_close_range, 3u, (unsigned)ready_fd - 1, 0u)) ||
+	    syscall(SYS_close_range, (unsigned)ready_fd + 1, ~0u, 0u))
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != ready_fd)
+				close(fd);
 	execve(argv[0], argv, envp);
 	child_fails(ready_fd, "cannot run %s: %s", argv[0], strerror(errno));
 }
@@ -190,9 +198,17 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	struct pm_ready r;
 	pid_t stepd = getpid();
 	int p[2], nchecks, wait_ms, got;
+	size_t buflen = 4 * PATH_MAX + strlen(n->nodelist) + sizeof(n->opts) + 1024;
+	char *buf = malloc(buflen);
 
+	if (!buf) {
+		snprintf(err, errlen, "cannot allocate procmgrd's command line (%zu bytes): %s",
+			 buflen, strerror(errno));
+		return -1;
+	}
 	if (pipe2(p, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		free(buf);
 		return -1;
 	}
 	n->pid = fork();
@@ -203,8 +219,10 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	if (n->pid == 0) {
 		close(p[0]);
 		fcntl(p[1], F_SETFD, 0);
-		exec_procmgrd(sp, n, p[1], stepd);
+		exec_procmgrd(sp, n, p[1], stepd, buf, buflen);
 	}
+	free(buf);
+	buf = NULL;
 	close(p[1]);
 	p[1] = -1;
 	n->pidfd = pm_pidfd_open(n->pid);
@@ -243,6 +261,7 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	}
 	return -1;
 fail:
+	free(buf);
 	close(p[0]);
 	close(p[1]);
 	return -1;

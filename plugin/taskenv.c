@@ -11,6 +11,7 @@
 #include "affinity/gpumap.h"
 #include "common/torchenv.h"
 #include "plugin.h"
+#include "topocache.h"
 
 /* The CPUs Slurm gave the step on this node, as a list ("0-3,8"). */
 static void allowed_cpus(char *buf, size_t len)
@@ -38,7 +39,7 @@ static void allowed_cpus(char *buf, size_t len)
 
 int pm_taskenv_plan(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 {
-	char allowed[4096], gpus[1024], why[PM_ERRLEN];
+	char allowed[4096], gpus[1024], why[PM_ERRLEN], xml[PATH_MAX];
 
 	allowed_cpus(allowed, sizeof(allowed));
 	if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) == ESPANK_SUCCESS) {
@@ -50,8 +51,7 @@ int pm_taskenv_plan(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	} else if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof(gpus)) != ESPANK_SUCCESS) {
 		gpus[0] = '\0';
 	}
-	if (pm_bind_plan_node(pm_g.site.topology[0] ? pm_g.site.topology : NULL,
-			      pm_g.resolved.bind, (int)n->ntasks_local,
+	if (pm_bind_plan_node(pm_topocache_xml(xml, sizeof(xml)), pm_g.resolved.bind, (int)n->ntasks_local,
 			      allowed[0] ? allowed : NULL, gpus[0] ? gpus : NULL, &n->plan,
 			      why, sizeof(why))) {
 		snprintf(err, errlen, "cannot plan the binding of node %u's ranks: %s",

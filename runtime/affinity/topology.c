@@ -4,6 +4,8 @@
 #include <hwloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
@@ -205,6 +207,24 @@ static int fill(hwloc_topology_t topo, struct pm_topo *t, const char *what,
 	return 0;
 }
 
+/* The settings every load shares, live or from XML. */
+static int configure(hwloc_topology_t topo, char *err, size_t errlen)
+{
+	/* On Linux the sysfs backend already finds every PCI device; the
+	 * libpciaccess component only repeats the walk (and leaks ~1 KiB per
+	 * load). It lives in Debian's libhwloc-plugins, a mere recommendation:
+	 * where it is not installed hwloc does not know the name (EINVAL) and
+	 * there is nothing to turn off. */
+	if (hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci") &&
+	    errno != EINVAL) {
+		snprintf(err, errlen, "hwloc_topology_set_components: %s", strerror(errno));
+		return -1;
+	}
+	/* GPUs, NICs and the bridges above them; no virtual devices. */
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	return 0;
+}
+
 int pm_topo_load(struct pm_topo *t, const char *xml, char *err, size_t errlen)
 {
 	hwloc_topology_t topo;
@@ -220,24 +240,57 @@ int pm_topo_load(struct pm_topo *t, const char *xml, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read topology file %s: %s", xml, strerror(errno));
 		goto out;
 	}
-	/* On Linux the sysfs backend already finds every PCI device; the
-	 * libpciaccess component only repeats the walk (and leaks ~1 KiB per
-	 * load). It lives in Debian's libhwloc-plugins, a mere recommendation:
-	 * where it is not installed hwloc does not know the name (EINVAL) and
-	 * there is nothing to turn off. */
-	if (hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci") &&
-	    errno != EINVAL) {
-		snprintf(err, errlen, "hwloc_topology_set_components: %s", strerror(errno));
+	if (configure(topo, err, errlen))
 		goto out;
-	}
-	/* GPUs, NICs and the bridges above them; no virtual devices. */
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	if (hwloc_topology_load(topo)) {
 		snprintf(err, errlen, "cannot load %s with hwloc: %s%s", what, strerror(errno),
 			 xml && *xml ? " (is it an hwloc XML export?)" : "");
 		goto out;
 	}
 	rc = fill(topo, t, what, err, errlen);
+out:
+	hwloc_topology_destroy(topo);
+	return rc;
+}
+
+int pm_topo_export(const char *path, char *err, size_t errlen)
+{
+	hwloc_topology_t topo;
+	char tmp[4096];
+	int rc = -1, n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		snprintf(err, errlen, "topology file name too long: %.300s", path);
+		return -1;
+	}
+	if (hwloc_topology_init(&topo)) {
+		snprintf(err, errlen, "hwloc_topology_init: %s", strerror(errno));
+		return -1;
+	}
+	if (configure(topo, err, errlen))
+		goto out;
+	/* The first step's cgroup is not the next one's: keep what this
+	 * process may not use, and mark it allowed in the file. */
+	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+	if (hwloc_topology_load(topo) ||
+	    hwloc_topology_allow(topo, NULL, NULL, HWLOC_ALLOW_FLAG_ALL)) {
+		snprintf(err, errlen, "cannot load this machine's topology with hwloc: %s",
+			 strerror(errno));
+		goto out;
+	}
+	if (hwloc_topology_export_xml(topo, tmp, 0)) {
+		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	/* Read by the plugin as the job's user. */
+	if (chmod(tmp, 0644) || rename(tmp, path)) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
 out:
 	hwloc_topology_destroy(topo);
 	return rc;

@@ -250,6 +250,7 @@ static const struct flag flags[] = {
 	{ "munge-socket", STR, F(munge_socket), 0, PATH_MAX - 1, false },
 	{ "peer-timeout", UINT, F(peer_timeout_ms), 0, 3600000, false },
 	{ "metrics-dir", STR, F(metrics_dir), 0, PATH_MAX - 1, false },
+	{ "connect-timeout", UINT, F(connect_timeout_ms), 1000, 3600000, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 
@@ -265,6 +266,7 @@ void pm_daemon_args_init(struct pm_daemon_args *a)
 	a->ready_fd = -1;
 	a->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
 	a->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
+	a->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
 }
 
 static void *field(const struct pm_daemon_args *a, const struct flag *f)

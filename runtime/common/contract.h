@@ -165,16 +165,17 @@ struct pm_daemon_args {
 	unsigned health_timeout_ms; /* each check script */
 	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
 	const char *metrics_dir;    /* NULL: no metrics file */
+	unsigned connect_timeout_ms; /* waiting for the parent to listen */
 };
 
-#define PM_DAEMON_ARGV_MAX 40 /* argv entries, NULL included */
+#define PM_DAEMON_ARGV_MAX 48 /* argv entries, NULL included */
 
 #define PM_DAEMON_USAGE \
 	"usage: procmgrd --job ID --step ID --node-id I --nodes HOSTLIST " \
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS] [--metrics-dir DIR]\n" \
+	"[--peer-timeout MS] [--connect-timeout MS] [--metrics-dir DIR]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

@@ -73,6 +73,7 @@ struct pm_site {
 	char metrics_dir[PATH_MAX]; /* node_exporter's textfile directory, "" for none */
 	unsigned health_timeout_ms; /* per check script */
 	unsigned peer_timeout_ms;   /* a silent tree or rank link is lost; 0: off */
+	unsigned connect_timeout_ms; /* a node's wait for its parent to listen */
 };
 
 #define PM_DEFAULT_RESTARTS 3
@@ -86,6 +87,9 @@ struct pm_site {
  * of this; a peer silent for this long is lost. A few seconds: far below
  * Slurm's SlurmdTimeout, far above a loaded node's scheduling hiccups. */
 #define PM_DEFAULT_PEER_TIMEOUT_MS 5000
+/* Slurm starts a large step's nodes over tens of seconds (its own launch
+ * tree): a node waits this long for its parent's procmgrd to listen. */
+#define PM_DEFAULT_CONNECT_TIMEOUT_MS 120000
 
 /* The user options, by name without the "procmgr-" prefix ("" is the bare
  * --procmgr). Each entry's help text is what srun --help shows. */

@@ -79,6 +79,17 @@ static int parse_peer_timeout(struct pm_site *s, const struct site_key *k, const
 	return 0;
 }
 
+static int parse_connect_timeout(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	unsigned ms;
+	(void)k;
+
+	if (pm_duration_parse(v, &ms) || ms < 1000 || ms > 3600000)
+		return -1;
+	s->connect_timeout_ms = ms;
+	return 0;
+}
+
 static int parse_drain(struct pm_site *s, const struct site_key *k, const char *v)
 {
 	(void)k;
@@ -132,6 +143,8 @@ static const struct site_key keys[] = {
 	  "a duration from 0.1 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "peer_timeout", parse_peer_timeout,
 	  "0 (off) or a duration from 1 to 3600 s: " PM_DURATION_FORMS, 0 },
+	{ "connect_timeout", parse_connect_timeout,
+	  "a duration from 1 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "drain", parse_drain, "yes or no", 0 },
 	{ "ports", parse_ports, "LO-HI, two ports from 1024 to 65535, LO < HI", 0 },
 	{ "fanout", parse_fanout, "a whole number from 2 to 1024", 0 },
@@ -162,6 +175,7 @@ void pm_site_init(struct pm_site *s)
 	s->fanout = PM_DEFAULT_FANOUT;
 	s->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
 	s->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
+	s->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
 	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
 }
 

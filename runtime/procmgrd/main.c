@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/backoff.h"
 #include "common/contract.h"
 #include "common/hostlist.h"
 
@@ -41,8 +42,8 @@ struct daemon {
 	struct pm_watch unix_w, tcp_w, sig_w, pid_w, connect_w, retry_w;
 	struct sockaddr_storage parent_addr, self_addr;
 	socklen_t parent_addrlen, self_addrlen;
-	unsigned retry_ms;
-	uint64_t connect_deadline;
+	struct pm_backoff retry;
+	unsigned connect_timeout_ms;
 };
 
 static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
@@ -173,11 +174,13 @@ static void connect_failed(struct daemon *d, int e)
 	char text[512];
 	struct pm_step *s = &d->step;
 	int p = pm_tree_parent(s->node, s->fanout);
+	long wait_ms = pm_backoff_next(&d->retry, pm_now_ms());
 
-	if (pm_now_ms() >= d->connect_deadline) {
+	if (wait_ms < 0) {
 		snprintf(text, sizeof(text),
-			 "procmgr: cannot reach node %s's procmgrd on port %u: %s",
-			 s->names[p], d->port, strerror(e));
+			 "procmgr: cannot reach node %s's procmgrd on port %u within %u s "
+			 "(site key connect_timeout): %s",
+			 s->names[p], d->port, d->connect_timeout_ms / 1000, strerror(e));
 		/* With spares, a parent that never came is a lost node. */
 		if (s->opts.spares)
 			pm_attach_start(s, text + strlen("procmgr: "));
@@ -185,8 +188,7 @@ static void connect_failed(struct daemon *d, int e)
 			pm_step_abort_local(s, text);
 		return;
 	}
-	d->retry_ms = d->retry_ms ? (d->retry_ms * 2 > 500 ? 500 : d->retry_ms * 2) : 10;
-	pm_timer_set(d->retry_w.fd, d->retry_ms, 0);
+	pm_timer_set(d->retry_w.fd, (unsigned)wait_ms, 0);
 }
 
 static void on_connected(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -350,6 +352,7 @@ int main(int argc, char **argv)
 	health_timeout = a.health_timeout_ms;
 	d.ready_fd = a.ready_fd;
 	d.watch_pid = a.watch_pid;
+	d.connect_timeout_ms = a.connect_timeout_ms;
 	s->uid = getuid();
 	pm_opts_init(&s->opts);
 	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err))) {
@@ -420,7 +423,10 @@ int main(int argc, char **argv)
 			snprintf(err, sizeof(err), "timerfd: %s", strerror(errno));
 			goto out_clean;
 		}
-		d.connect_deadline = pm_now_ms() + 30000;
+		/* Seeded by node and pid: siblings that find their parent
+		 * late retry at different times. */
+		pm_backoff_init(&d.retry, 10, 1000, pm_now_ms() + d.connect_timeout_ms,
+				((uint64_t)s->node << 32) ^ (uint64_t)getpid());
 		try_connect(&d);
 	}
 	/* Before launch: a node that fails never starts a rank, and stays in

@@ -63,7 +63,7 @@ step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 	exit 0
 	EOS
 	chmod 0755 "$W/check.sh"
-	# Bounded below procmgrd's 30 s connect deadline: waiting for it fails.
+	# Bounded below procmgrd's connect deadline (connect_timeout): waiting for it fails.
 	run timeout 20 srun -N4 -n8 --procmgr-health=script:$W/check.sh "$WORKER"
 	echo "$output"
 	[ "$status" -ne 124 ]

@@ -49,11 +49,12 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 
 @test "a node whose control traffic is dropped (nft DROP) is lost, and its own ranks end too" {
 	start_step --procmgr-restart=on-failure:3
-	# pmnode4 is 127.0.0.14 on the testbed: only that address is cut.
+	# Only pmnode4's address is cut.
+	a4=$("$top/tests/cluster/testbed" addr 4)
 	nft add table inet "$DROP_TABLE"
 	nft add chain inet "$DROP_TABLE" input '{ type filter hook input priority 0; }'
-	nft add rule inet "$DROP_TABLE" input ip saddr 127.0.0.14 drop
-	nft add rule inet "$DROP_TABLE" input ip daddr 127.0.0.14 drop
+	nft add rule inet "$DROP_TABLE" input ip saddr "$a4" drop
+	nft add rule inet "$DROP_TABLE" input ip daddr "$a4" drop
 	step_ended
 	nft delete table inet "$DROP_TABLE"
 	[ "$st" -ne 0 ]

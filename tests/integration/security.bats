@@ -15,7 +15,7 @@ teardown() {
 	# START, and an ABORT.
 	touch "$W/imp.log"
 	chmod 0666 "$W/imp.log"
-	runuser -u nobody -- /usr/bin/python3 "$top/tests/integration/impostor.py" 127.0.0.11 \
+	runuser -u nobody -- /usr/bin/python3 "$top/tests/integration/impostor.py" "$("$top/tests/cluster/testbed" addr 1)" \
 		20000 20999 "$PM_TESTBED_DIR/munge/munge.socket" "$W/imp.log" &
 	imp=$!
 	wait_until 20 grep -q listening "$W/imp.log"

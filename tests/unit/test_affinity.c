@@ -687,6 +687,50 @@ static void test_bind_apply_live(void **state)
 	pm_bind_plan_free(bp);
 }
 
+/* The plugin's topology cache: this machine exported, then loaded from
+ * the file, is the model live discovery gives. */
+static void test_topo_export_round_trip(void **state)
+{
+	struct pm_topo *live = malloc(sizeof(*live)), *file = malloc(sizeof(*file));
+	char path[] = "/tmp/pm-test-topo.XXXXXX";
+	int fd = mkstemp(path);
+	(void)state;
+
+	assert_non_null(live);
+	assert_non_null(file);
+	assert_true(fd >= 0);
+	close(fd);
+	if (pm_topo_load(live, NULL, err, sizeof(err))) {
+		printf("skipped: no live topology here: %s\n", err);
+		unlink(path);
+		free(live);
+		free(file);
+		skip();
+	}
+	assert_int_equal(pm_topo_export(path, err, sizeof(err)), 0);
+	assert_int_equal(pm_topo_load(file, path, err, sizeof(err)), 0);
+	assert_int_equal(file->npackages, live->npackages);
+	assert_int_equal(file->nnuma, live->nnuma);
+	assert_int_equal(file->ngpus, live->ngpus);
+	assert_int_equal(file->nnics, live->nnics);
+	assert_int_equal(pm_cpuset_count(&file->cpus), pm_cpuset_count(&live->cpus));
+	for (int i = 0; i < live->ngpus; i++)
+		assert_string_equal(file->gpus[i].busid, live->gpus[i].busid);
+	for (int i = 0; i < live->nnics; i++)
+		assert_string_equal(file->nics[i].busid, live->nics[i].busid);
+	unlink(path);
+	free(live);
+	free(file);
+}
+
+/* A file that cannot be written is an error naming it, and leaves nothing. */
+static void test_topo_export_refused(void **state)
+{
+	(void)state;
+	assert_int_equal(pm_topo_export("/nonexistent-dir/topo.xml", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "/nonexistent-dir/topo.xml"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -708,6 +752,8 @@ int main(void)
 		cmocka_unit_test(test_bind_errors),
 		cmocka_unit_test(test_bind_env),
 		cmocka_unit_test(test_bind_apply_live),
+		cmocka_unit_test(test_topo_export_round_trip),
+		cmocka_unit_test(test_topo_export_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1113,6 +1113,29 @@ static void test_site_peer_timeout(void **state)
 	}
 }
 
+/* connect_timeout: how long a node waits for its parent to listen. */
+static void test_site_connect_timeout(void **state)
+{
+	static const char *const bad[] = { "connect_timeout=0", "connect_timeout=0.5",
+					   "connect_timeout=3601", "connect_timeout=",
+					   "connect_timeout=x" };
+	struct pm_site s;
+	size_t i;
+	(void)state;
+
+	pm_site_init(&s);
+	assert_int_equal(s.connect_timeout_ms, PM_DEFAULT_CONNECT_TIMEOUT_MS);
+	assert_int_equal(site(&s, "connect_timeout=600", NULL, NULL), 0);
+	assert_int_equal(s.connect_timeout_ms, 600000);
+	assert_int_equal(site(&s, "connect_timeout=1.5", NULL, NULL), 0);
+	assert_int_equal(s.connect_timeout_ms, 1500);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(site(&s, bad[i], NULL, NULL), -1);
+		contains(err, "'connect_timeout'");
+		contains(err, "a duration from 1 to 3600 s");
+	}
+}
+
 /* A key given twice is refused, naming the file, the key and both values. */
 static void test_site_twice(void **state)
 {
@@ -1170,7 +1193,8 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, default_spares, health, health_timeout, peer_timeout, drain, ports, fanout, "
+		 "default_grace, default_spares, health, health_timeout, peer_timeout, "
+		 "connect_timeout, drain, ports, fanout, "
 		 "state_dir, topology");
 
 	/* Keys are case-sensitive and exact. */
@@ -1543,6 +1567,7 @@ int main(void)
 		cmocka_unit_test(test_hang_timeout),
 		cmocka_unit_test(test_hang_first),
 		cmocka_unit_test(test_site_peer_timeout),
+		cmocka_unit_test(test_site_connect_timeout),
 		cmocka_unit_test(test_site_twice),
 		cmocka_unit_test(test_parse_uint),
 		cmocka_unit_test(test_bind),
