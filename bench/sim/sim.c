@@ -646,7 +646,7 @@ int main(int argc, char **argv)
 	s.n = calloc((size_t)s.p.nodes, sizeof(*s.n));
 	s.sup = calloc((size_t)s.p.nodes * (size_t)s.p.rpn, sizeof(*s.sup));
 	s.names = calloc((size_t)s.p.nodes, sizeof(*s.names));
-	names_buf = malloc((size_t)s.p.nodes * 12);
+	names_buf = malloc((size_t)s.p.nodes * 16);
 	s.core = calloc((size_t)(s.p.cores ? s.p.cores : 1), sizeof(uint64_t));
 	s.munge = calloc((size_t)(s.p.munge_threads ? s.p.munge_threads : 1), sizeof(uint64_t));
 	if (!o.t_fail || !o.ev_failed || !o.ev_stopped || !o.ev_start || !o.first_start ||
@@ -657,8 +657,8 @@ int main(int argc, char **argv)
 	}
 	/* One name table for every node (procmgrd has one each: see the report). */
 	for (i = 0; i < s.p.nodes; i++) {
-		s.names[i] = names_buf + (size_t)i * 12;
-		snprintf(names_buf + (size_t)i * 12, 12, "n%d", i);
+		s.names[i] = names_buf + (size_t)i * 16;
+		snprintf(names_buf + (size_t)i * 16, 16, "n%d", i);
 	}
 	for (i = 0; i < s.p.nodes; i++)
 		if (sim_node_init(&s, i)) {
