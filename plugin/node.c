@@ -96,6 +96,22 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 			 n->nodelist);
 		return -1;
 	}
+	if (pm_g.resolved.spares) {
+		unsigned sp_n = pm_g.resolved.spares;
+		/* A spare runs exactly the ranks of the node it replaces. */
+		if (sp_n >= n->nnodes) {
+			snprintf(err, errlen, "--procmgr-spares=%u needs more than %u nodes; this "
+				 "step has %u (srun -N)", sp_n, sp_n, n->nnodes);
+			return -1;
+		}
+		if (n->ntasks % n->nnodes || n->ntasks_local != n->ntasks / n->nnodes) {
+			snprintf(err, errlen, "--procmgr-spares needs the same number of tasks on "
+				 "every node, so that a spare can take any node's ranks: this step "
+				 "has %u tasks on %u nodes (%u on this one); use "
+				 "--ntasks-per-node", n->ntasks, n->nnodes, n->ntasks_local);
+			return -1;
+		}
+	}
 	if (pick_ports(sp, n)) {
 		snprintf(err, errlen, "no port for the control tree: the site needs "
 			 "MpiParams=ports=LO-HI in slurm.conf or ports=LO-HI on procmgr's "

@@ -108,6 +108,13 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 }
 
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return spank_context() == S_CTX_LOCAL ? pm_local_init(sp) : 0;
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;

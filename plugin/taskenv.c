@@ -93,14 +93,22 @@ static int torchrun_env(spank_t sp, const struct pm_node *n, uint32_t rank, int 
 	char path[PATH_MAX];
 	int rc = 0;
 
+	uint32_t nodes = n->nnodes - pm_g.resolved.spares;
+	uint32_t world = pm_g.resolved.spares ? nodes * n->ntasks_local : n->ntasks;
+
+	/* With spares, ranks count by node (node i runs i*per-node + local
+	 * rank) and only the active nodes are in the world; a spare learns
+	 * its numbers from procmgrd when it takes a node's place. */
+	if (pm_g.resolved.spares)
+		rank = n->nodeid * n->ntasks_local + (uint32_t)lrank;
 	rc |= set(sp, PM_ENV_RANK, "%u", rank);
 	rc |= set(sp, PM_ENV_LOCAL_RANK, "%d", lrank);
-	rc |= set(sp, PM_ENV_WORLD_SIZE, "%u", n->ntasks);
+	rc |= set(sp, PM_ENV_WORLD_SIZE, "%u", world);
 	rc |= set(sp, PM_ENV_LOCAL_WORLD_SIZE, "%u", n->ntasks_local);
 	rc |= set(sp, PM_ENV_GROUP_RANK, "%u", n->nodeid);
-	rc |= set(sp, PM_ENV_GROUP_WORLD_SIZE, "%u", n->nnodes);
+	rc |= set(sp, PM_ENV_GROUP_WORLD_SIZE, "%u", pm_g.resolved.spares ? nodes : n->nnodes);
 	rc |= set(sp, PM_ENV_ROLE_RANK, "%u", rank);
-	rc |= set(sp, PM_ENV_ROLE_WORLD_SIZE, "%u", n->ntasks);
+	rc |= set(sp, PM_ENV_ROLE_WORLD_SIZE, "%u", world);
 	rc |= set(sp, PM_ENV_MASTER_ADDR, "%s", n->master);
 	rc |= set(sp, PM_ENV_MASTER_PORT, "%u", n->port + 1);
 	rc |= set(sp, PM_ENV_TE_RUN_ID, "%u.%u", n->job, n->step);

@@ -30,6 +30,9 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "hang-timeout", "TIME[,FIRST]",
 	  "A rank that shows no progress for this long is hung (see PROCMGR_HEARTBEAT); "
 	  "FIRST: also one that has not beaten FIRST after its start" PM_TIME_HELP },
+	{ "spares", "N",
+	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
+	  "(needs --no-kill on the job and the step)" },
 	{ "verbose", NULL, "Print procmgr's decisions on srun's error output" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
@@ -262,6 +265,11 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   ",FIRST: a duration from 0.1 s to 7 days for the first heartbeat; "
 				   "a duration: " PM_DURATION_FORMS);
 		o->set |= PM_SET_HANG;
+	} else if (!strcmp(name, "spares")) {
+		if (pm_parse_uint(value, 0, PM_MAX_SPARES, &o->spares))
+			return bad(err, errlen, name, value,
+				   "a whole number of nodes from 0 to 100000, fewer than the step's nodes");
+		o->set |= PM_SET_SPARES;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -362,6 +370,11 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 		if (put(buf, len, &off, "%shang-timeout=%s%s", v, first))
 			return -1;
 	}
+	if (o->set & PM_SET_SPARES) {
+		snprintf(v, sizeof(v), "%u", o->spares);
+		if (put(buf, len, &off, "%sspares=%s%s", v, ""))
+			return -1;
+	}
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
@@ -392,6 +405,8 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 	}
 	if (l->set & PM_SET_VERBOSE)
 		dst->verbose = l->verbose;
+	if (l->set & PM_SET_SPARES)
+		dst->spares = l->spares;
 	dst->set |= l->set;
 }
 
@@ -460,6 +475,14 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 			 "allows (max_restarts=%d)",
 			 pm_restart_name(out->restart), out->restart_max,
 			 site->max_restarts);
+		return -1;
+	}
+
+	if (out->spares && out->restart == PM_RESTART_NEVER) {
+		snprintf(err, errlen, "--procmgr-spares=%u needs restarts: a spare takes a lost "
+			 "node's place in a new generation of every rank; add "
+			 "--procmgr-restart=on-failure[:N] (N restarts bound the replacements too)",
+			 out->spares);
 		return -1;
 	}
 

@@ -38,6 +38,7 @@ enum {
 	PM_SET_HEALTH_INTERVAL = 1u << 6,
 	PM_SET_HANG = 1u << 7,
 	PM_SET_VERBOSE = 1u << 8,
+	PM_SET_SPARES = 1u << 9,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -54,6 +55,7 @@ struct pm_opts {
 	unsigned health_interval_ms; /* 0: no periodic checks */
 	unsigned hang_timeout_ms;    /* 0: no hang detection */
 	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
+	unsigned spares;             /* nodes of the step kept idle to replace lost ones */
 	bool verbose;
 };
 
@@ -78,6 +80,7 @@ struct pm_site {
 #define PM_DEFAULT_DELAY_MS 0
 #define PM_MAX_DELAY_MS 60000 /* cap of the exponential backoff */
 #define PM_DEFAULT_FANOUT 32
+#define PM_MAX_SPARES 100000
 /* Every link (tree and supervisors) says something at least every third
  * of this; a peer silent for this long is lost. A few seconds: far below
  * Slurm's SlurmdTimeout, far above a loaded node's scheduling hiccups. */

@@ -12,6 +12,7 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_RANK_EXIT] = "rank-exit", [PM_MSG_RANK_STOPPED] = "rank-stopped",
 	[PM_MSG_PRINT] = "print", [PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
 	[PM_MSG_RANK_RUN] = "rank-run",
+	[PM_MSG_REPLACE] = "replace",
 };
 
 const char *pm_msg_name(int type)

@@ -38,6 +38,9 @@ enum pm_msg_type {
 	PM_MSG_PING,
 	PM_MSG_RANK_RUN,   /* rank -> procmgrd: gen, status: the command's pid
 			    * (and process group), to be killed if we are lost */
+	/* Spares, down: node (lost) is out of the step; status: the spare
+	 * that takes its slot (rank), or -1; text: why. Applied in order. */
+	PM_MSG_REPLACE,
 	PM_MSG_TYPE_MAX
 };
 
@@ -48,6 +51,11 @@ enum {
 	PM_FLAG_EXEC = 1u << 3,   /* the command could not be run at all */
 	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
 };
+
+/* START to a rank (spares): rank is the global rank it runs as, node its
+ * group rank (slot), text the host of rank 0 (MASTER_ADDR); rank -1:
+ * keep what Slurm gave. START down the tree: count is the restarts so far
+ * (a root that takes over counts on). */
 
 /* A FAIL with PM_FLAG_HUNG carries in its text the wall-clock time (ms
  * since the epoch) of the rank's last heartbeat, or of its start if it

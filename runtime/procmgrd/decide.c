@@ -58,15 +58,7 @@ static void give_up(struct pm_gen *g, int code, int rank, int node, const char *
  * since the root is deciding. */
 static int printer(const struct pm_gen *g, int avoid)
 {
-	int i, best = -1;
-
-	for (i = 0; i < g->cf.ntasks_local; i++) {
-		const struct pm_gen_rank *r = &g->ranks[i];
-		if (r->st != PM_RANK_ABSENT && r->st != PM_RANK_GONE && r->grank != avoid &&
-		    (best < 0 || r->grank < best))
-			best = r->grank;
-	}
-	return best;
+	return pm_gen_printer(g, avoid);
 }
 
 /* Stop every rank, to start the next generation after the delay decided. */
@@ -79,7 +71,8 @@ static void restart(struct pm_gen *g, unsigned delay_ms)
 
 void pm_gen_root_launch(struct pm_gen *g)
 {
-	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d", g->cf.nnodes, g->cf.ntasks);
+	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
+	      pm_gen_world(g), g->cf.spares);
 	pm_gen_start(g, 0);
 }
 
@@ -102,7 +95,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: node %s failed a health check (%s); "
-			      "restarting all %d ranks", g->gen, node, m->text, g->cf.ntasks);
+			      "restarting all %d ranks", g->gen, node, m->text, pm_gen_world(g));
 		restart(g, delay);
 		return;
 	}
@@ -196,7 +189,7 @@ static bool hang_decide(struct pm_gen *g)
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
-			   g->gen, what, g->cf.ntasks, g->restarts + 1, g->cf.policy.max_restarts);
+			   g->gen, what, pm_gen_world(g), g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
 	}
@@ -281,7 +274,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
 		pm_gen_say(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
-			      "(restart %d of %d)", m->gen, m->rank, node, how, g->cf.ntasks,
+			      "(restart %d of %d)", m->gen, m->rank, node, how, pm_gen_world(g),
 			   g->restarts + 1, g->cf.policy.max_restarts);
 		restart(g, delay);
 		return;
@@ -299,6 +292,140 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		lost ? printer(g, m->rank) : m->rank, m->node, text);
 }
 
+/* "pmnode2 (why), pmnode5 (why)" and "pmnode2,pmnode5": the nodes lost. */
+static void lost_lists(struct pm_gen *g, char *named, size_t nlen, char *list, size_t llen)
+{
+	size_t a = 0, b = 0;
+	int i;
+
+	named[0] = list[0] = '\0';
+	for (i = 0; i < g->nrepl; i++) {
+		const char *name = pm_gen_node_name(g, g->repl[i].lost);
+		if (a < nlen)
+			a += (size_t)snprintf(named + a, nlen - a, "%s%s (%s)", i ? ", " : "", name,
+					      g->repl[i].why);
+		if (b < llen)
+			b += (size_t)snprintf(list + b, llen - b, "%s%s", i ? "," : "", name);
+	}
+}
+
+static void tell_avoid(struct pm_gen *g, const char *why)
+{
+	char named[2048], list[1024];
+
+	lost_lists(g, named, sizeof(named), list, sizeof(list));
+	if (g->cf.ops->avoid)
+		g->cf.ops->avoid(g->cf.ctx, list, why);
+}
+
+static void say_down(struct pm_gen *g, const struct pm_repl *r)
+{
+	struct pm_msg m;
+
+	pm_gen_repl_msg(r, &m);
+	g->cf.ops->send_down(g->cf.ctx, &m);
+}
+
+/* "ranks 4-5" of a slot. */
+static void slot_ranks(const struct pm_gen *g, int slot, char *buf, size_t len)
+{
+	int lo = slot * g->cf.ntasks_local, hi = lo + g->cf.ntasks_local - 1;
+
+	if (lo == hi)
+		snprintf(buf, len, "rank %d", lo);
+	else
+		snprintf(buf, len, "ranks %d-%d", lo, hi);
+}
+
+/* No spare or no restart left, or most of the step gone: the end, naming
+ * every node lost and what the job script should avoid next time. */
+static void give_up_lost(struct pm_gen *g, const char *what, const char *lbl)
+{
+	char named[2048], list[1024], text[PM_WIRE_TEXT_MAX];
+
+	lost_lists(g, named, sizeof(named), list, sizeof(list));
+	if (g->cf.ops->avoid)
+		g->cf.ops->avoid(g->cf.ctx, list, what);
+	snprintf(text, sizeof(text), "procmgr: %s; ending the step (%s). Nodes lost: %.1500s. "
+		 "Next time: --exclude=%.1000s", what, lbl, named, list);
+	give_up(g, 1, printer(g, -1), -1, text);
+}
+
+/* With spares: the node is out of the step for good, a spare takes its
+ * slot, and every rank starts the next generation together. */
+static void root_replace(struct pm_gen *g, int node, const char *why)
+{
+	struct pm_repl r = { .lost = node, .slot = pm_gen_slot(g, node), .spare = -1 };
+	char esc[512], lbl[64], what[1024], ranks[64];
+	const char *name = pm_gen_node_name(g, node);
+	bool self = node == g->cf.node;
+	unsigned delay = 0;
+	int i;
+
+	for (i = 0; i < g->nrepl; i++)
+		if (g->repl[i].lost == node)
+			return; /* said by two of its neighbours */
+	snprintf(r.why, sizeof(r.why), "%s", why);
+	pm_json_escape(why, esc, sizeof(esc));
+	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\",\"slot\":%d",
+	      g->gen, name, esc, r.slot);
+	label(g, lbl, sizeof(lbl));
+	if (r.slot < 0) {
+		/* A spare in reserve: one fewer, nothing to restart. */
+		pm_gen_apply_repl(g, &r);
+		say_down(g, &r);
+		tell_avoid(g, why);
+		pm_gen_tell(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
+			   pm_gen_spares_left(g), pm_gen_spares_left(g) == 1 ? "" : "s");
+		if (self)
+			pm_gen_leave(g, "procmgr: this spare node is out of the step");
+		return;
+	}
+	if (2 * (g->cf.nnodes - g->nexcluded - (pm_gen_excluded(g, node) ? 0 : 1)) <= g->cf.nnodes &&
+	    g->cf.nnodes > 2) {
+		pm_gen_apply_repl(g, &r);
+		snprintf(what, sizeof(what), "lost node %s (%s), and with it most of the step: "
+			 "this side may be the one cut off", name, why);
+		give_up_lost(g, what, lbl);
+		return;
+	}
+	r.spare = pm_gen_free_spare(g);
+	if (r.spare < 0 ||
+	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) != PM_DECIDE_RESTART) {
+		int spare = r.spare;
+		r.spare = -1;
+		pm_gen_apply_repl(g, &r);
+		snprintf(what, sizeof(what), "generation %u: lost node %s (%s); %s", g->gen, name,
+			 why, spare < 0 ? "no spare left" : "no restart left");
+		give_up_lost(g, what, lbl);
+		return;
+	}
+	pm_gen_apply_repl(g, &r);
+	say_down(g, &r);
+	tell_avoid(g, why);
+	slot_ranks(g, r.slot, ranks, sizeof(ranks));
+	event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
+	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
+	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
+	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
+		      "restarting all %d ranks (restart %d of %d, %d spare%s left)", g->gen, name,
+		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_world(g),
+		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
+		   pm_gen_spares_left(g) == 1 ? "" : "s");
+	if (self) {
+		/* The root itself: it hands over, its children choose the next. */
+		pm_gen_leave(g, "procmgr: this node (the root) is out of the step");
+		return;
+	}
+	g->delay_ms = delay;
+	if (g->phase == PM_PHASE_RUNNING) {
+		g->fail_t0 = now(g);
+		pm_gen_stop(g, g->gen);
+	}
+	/* Stopping already: the lost node's report is no longer awaited.
+	 * Before launch or in the delay: the next START has the new slots. */
+}
+
 void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 {
 	char text[1024], esc[512];
@@ -307,6 +434,12 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
+	if (pm_gen_spares(g)) {
+		/* A root that took over decides once most of the step is here. */
+		if (!g->electing)
+			root_replace(g, node, why);
+		return;
+	}
 	pm_json_escape(why, esc, sizeof(esc));
 	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, node), esc);
@@ -326,7 +459,7 @@ void pm_gen_root_done(struct pm_gen *g)
 		return;
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
-	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", g->cf.ntasks, g->gen);
+	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);
@@ -353,4 +486,34 @@ void pm_gen_root_next(struct pm_gen *g)
 	pm_gen_say(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
 	/* From DELAY: pm_gen_start takes any phase that is not terminal. */
 	pm_gen_start(g, g->gen + 1);
+}
+
+/* This node took the root's place: once most of the step is below it, the
+ * old root is lost like any node (its slot goes to a spare), and what was
+ * running stops so that every rank starts again together. */
+void pm_gen_root_act(struct pm_gen *g)
+{
+	bool said = false;
+	int i;
+
+	if (!g->electing || !pm_gen_majority(g))
+		return;
+	g->electing = false;
+	arm_stop_off(g);
+	event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
+	      pm_gen_node_name(g, g->cf.node), g->elect_why);
+	g->fail_t0 = now(g);
+	for (i = 0; i < g->nrepl; i++)
+		said |= g->repl[i].lost == 0;
+	if (!said)
+		root_replace(g, 0, g->elect_why);
+	/* Nodes lost while no root was deciding still hold their slots. */
+	for (i = 0; i < g->nexcluded && !pm_gen_terminal(g); i++)
+		if (g->xlist[i] != 0 && pm_gen_slot(g, g->xlist[i]) >= 0)
+			root_replace(g, g->xlist[i], "lost while the root moved");
+	if (!said || pm_gen_terminal(g))
+		return;
+	/* The old root handed over itself: its slot has a spare already. */
+	if (g->phase == PM_PHASE_RUNNING)
+		pm_gen_stop(g, g->gen);
 }

@@ -34,7 +34,7 @@ const char *pm_phase_name(enum pm_phase p)
 
 bool pm_gen_is_root(const struct pm_gen *g)
 {
-	return g->cf.node == 0;
+	return g->root;
 }
 
 bool pm_gen_terminal(const struct pm_gen *g)
@@ -69,23 +69,72 @@ static void send_ranks(struct pm_gen *g, const struct pm_msg *m)
 			g->cf.ops->send_rank(g->cf.ctx, i, m);
 }
 
-void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+/* The local rank that speaks for this node: the lowest global rank alive
+ * (not avoid), else any live supervisor (a spare's). -1: none. */
+static int pm_gen_printer_lrank_avoid(const struct pm_gen *g, int avoid)
+{
+	int i, best = -1;
+
+	for (i = 0; i < g->cf.ntasks_local; i++) {
+		const struct pm_gen_rank *r = &g->ranks[i];
+		if (!connected(r) || (avoid >= 0 && r->grank == avoid))
+			continue;
+		if (best < 0 || (r->grank >= 0 && (g->ranks[best].grank < 0 ||
+						   r->grank < g->ranks[best].grank)))
+			best = i;
+	}
+	return best;
+}
+
+static int pm_gen_printer_lrank(const struct pm_gen *g)
+{
+	return pm_gen_printer_lrank_avoid(g, -1);
+}
+
+static void say(struct pm_gen *g, const char *buf)
 {
 	struct pm_msg m;
+	int i;
+
+	pm_msg_init(&m, PM_MSG_PRINT);
+	pm_msg_set_text(&m, buf);
+	/* Rank 0's supervisor on node 0; with spares, whichever live rank the
+	 * root has (rank 0 may have moved, or the root is a spare). */
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (connected(&g->ranks[i]) &&
+		    (pm_gen_spares(g) ? i == pm_gen_printer_lrank(g) : g->ranks[i].grank == 0))
+			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
+void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
+{
 	char buf[1024];
 	va_list ap;
-	int i;
 
 	if (!g->cf.verbose)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	pm_msg_init(&m, PM_MSG_PRINT);
-	pm_msg_set_text(&m, buf);
-	for (i = 0; i < g->cf.ntasks_local; i++)
-		if (connected(&g->ranks[i]) && g->ranks[i].grank == 0)
-			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+	say(g, buf);
+}
+
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	say(g, buf);
+}
+
+int pm_gen_printer(const struct pm_gen *g, int avoid)
+{
+	int i = pm_gen_printer_lrank_avoid(g, avoid);
+
+	return i < 0 ? -1 : g->ranks[i].grank;
 }
 
 /* ---- what every node does on the root's word ---- */
@@ -95,6 +144,11 @@ static void arm_stop(struct pm_gen *g, int stage, unsigned ms)
 	g->stop_stage = ms ? stage : 0;
 	if (g->cf.ops->arm_stop && (ms || stage == 0))
 		g->cf.ops->arm_stop(g->cf.ctx, ms);
+}
+
+void arm_stop_off(struct pm_gen *g)
+{
+	arm_stop(g, 0, 0);
 }
 
 void pm_gen_stop(struct pm_gen *g, uint32_t gen)
@@ -109,10 +163,11 @@ void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 	g->phase = PM_PHASE_STOPPING;
 	g->checks = PM_CHECKS_NONE;
 	g->stop_t0 = g->cf.ops->now_ms(g->cf.ctx);
-	g->stopped_children = 0;
 	g->stopped_sent = false;
-	for (i = 0; i < g->nchildren; i++)
-		g->child_stopped[i] = false;
+	for (i = 0; i < g->nkids; i++) {
+		g->kids[i].stopped = 0;
+		g->kids[i].stopped_rep = false;
+	}
 	arm_stop(g, 1, g->cf.stop_bound_ms);
 	pm_msg_init(&m, PM_MSG_STOP);
 	m.gen = gen;
@@ -126,6 +181,29 @@ void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 	}
 }
 
+/* START to one local rank. With spares it says who the rank is now (its
+ * node's slot may be new); a node without a slot starts nothing. */
+static void start_rank(struct pm_gen *g, int i)
+{
+	struct pm_gen_rank *r = &g->ranks[i];
+	struct pm_msg m;
+	int slot = pm_gen_slot(g, g->cf.node);
+
+	pm_msg_init(&m, PM_MSG_START);
+	m.gen = g->gen;
+	if (pm_gen_spares(g)) {
+		if (slot < 0)
+			return;
+		r->grank = slot * g->cf.ntasks_local + i;
+		m.rank = r->grank;
+		m.node = slot;
+		pm_msg_set_text(&m, pm_gen_node_name(g, g->slot_node[0]));
+	}
+	r->st = PM_RANK_RUNNING;
+	r->stop_pending = false;
+	g->cf.ops->send_rank(g->cf.ctx, i, &m);
+}
+
 void pm_gen_start(struct pm_gen *g, uint32_t gen)
 {
 	struct pm_msg m;
@@ -136,19 +214,16 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 	g->gen = gen;
 	g->phase = PM_PHASE_RUNNING;
 	arm_stop(g, 0, 0);
-	g->done_children = 0;
+	for (i = 0; i < g->nkids; i++)
+		g->kids[i].done = 0;
 	g->done_sent = false;
 	pm_msg_init(&m, PM_MSG_START);
 	m.gen = gen;
+	m.count = (uint32_t)g->restarts;
 	g->cf.ops->send_down(g->cf.ctx, &m);
-	for (i = 0; i < g->cf.ntasks_local; i++) {
-		struct pm_gen_rank *r = &g->ranks[i];
-		if (connected(r)) {
-			r->st = PM_RANK_RUNNING;
-			r->stop_pending = false;
-			g->cf.ops->send_rank(g->cf.ctx, i, &m);
-		}
-	}
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (connected(&g->ranks[i]))
+			start_rank(g, i);
 }
 
 /* FINISH or ABORT: said once, down the tree and to every local rank, and
@@ -162,6 +237,24 @@ void pm_gen_end(struct pm_gen *g, const struct pm_msg *m)
 	g->end_msg = *m;
 	g->cf.ops->send_down(g->cf.ctx, m);
 	send_ranks(g, m);
+}
+
+void pm_gen_leave(struct pm_gen *g, const char *why)
+{
+	struct pm_msg m;
+
+	pm_gen_log(g, "%s", why);
+	if (pm_gen_terminal(g))
+		return;
+	g->phase = PM_PHASE_ABORTED;
+	arm_stop(g, 0, 0);
+	/* Its ranks end without failing the job: the spare runs them now. */
+	pm_msg_init(&m, PM_MSG_ABORT);
+	m.gen = g->gen;
+	m.status = 0;
+	m.rank = -2; /* nobody prints: the root said it */
+	g->end_msg = m;
+	send_ranks(g, &m);
 }
 
 void pm_gen_abort_local(struct pm_gen *g, const char *why)
@@ -190,21 +283,12 @@ void pm_gen_abort_local(struct pm_gen *g, const char *why)
 /* Whether this node may report its whole subtree for phase: it has not yet,
  * its own part is there, and every node below reported. */
 static bool subtree_complete(struct pm_gen *g, enum pm_phase phase, bool *sent,
-			     bool local, int below)
+			     bool local)
 {
-	if (g->phase != phase || *sent || !local || 1 + below < g->subtree)
+	if (g->phase != phase || *sent || !local ||
+	    1 + (int)pm_gen_below(g, phase) < pm_gen_expected(g))
 		return false;
 	*sent = true;
-	return true;
-}
-
-static bool all_ranks(const struct pm_gen *g, bool (*pred)(const struct pm_gen_rank *))
-{
-	int i;
-
-	for (i = 0; i < g->cf.ntasks_local; i++)
-		if (!pred(&g->ranks[i]))
-			return false;
 	return true;
 }
 
@@ -218,13 +302,27 @@ static bool rank_still(const struct pm_gen_rank *r)
 	return !r->stop_pending;
 }
 
+static bool all_ranks(const struct pm_gen *g, bool (*pred)(const struct pm_gen_rank *))
+{
+	int i;
+
+	/* A spare not in use runs nothing: nothing to wait for. */
+	if (pm_gen_spares(g) && pm_gen_slot(g, g->cf.node) < 0 && pred != rank_still)
+		return true;
+
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (!pred(&g->ranks[i]))
+			return false;
+	return true;
+}
+
 static void report(struct pm_gen *g, enum pm_msg_type type)
 {
 	struct pm_msg m;
 
 	pm_msg_init(&m, type);
 	m.gen = g->gen;
-	m.count = (uint32_t)g->subtree;
+	m.count = (uint32_t)pm_gen_expected(g);
 	g->cf.ops->send_up(g->cf.ctx, &m);
 }
 
@@ -259,16 +357,14 @@ void pm_gen_progress(struct pm_gen *g)
 
 	while (again) {
 		again = false;
-		if (subtree_complete(g, PM_PHASE_STARTING, &g->ready_sent, g->local_ready,
-				     g->ready_children)) {
+		if (subtree_complete(g, PM_PHASE_STARTING, &g->ready_sent, g->local_ready)) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_launch(g);
 			else
 				report(g, PM_MSG_READY);
 			again = true;
 		}
-		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done),
-				     g->done_children)) {
+		if (subtree_complete(g, PM_PHASE_RUNNING, &g->done_sent, all_ranks(g, rank_done))) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_done(g);
 			else
@@ -277,8 +373,7 @@ void pm_gen_progress(struct pm_gen *g)
 		}
 		if (g->phase == PM_PHASE_STOPPING && !g->stopped_sent &&
 		    all_ranks(g, rank_still) && checked(g) &&
-		    subtree_complete(g, PM_PHASE_STOPPING, &g->stopped_sent, true,
-				     g->stopped_children)) {
+		    subtree_complete(g, PM_PHASE_STOPPING, &g->stopped_sent, true)) {
 			if (pm_gen_is_root(g))
 				pm_gen_root_stopped(g);
 			else
@@ -312,7 +407,15 @@ static void fail_node(struct pm_gen *g, uint32_t flag, const char *why)
 
 void pm_gen_fail_health(struct pm_gen *g, const char *why)
 {
+	char text[PM_REPL_WHY];
+
 	pm_gen_log(g, "health check failed: %s", why);
+	if (pm_gen_spares(g)) {
+		/* Not this node's ranks to restart in place: a spare takes them. */
+		snprintf(text, sizeof(text), "failed a health check: %s", why);
+		pm_gen_lost(g, g->cf.node, text);
+		return;
+	}
 	fail_node(g, PM_FLAG_HEALTH, why);
 }
 
@@ -343,20 +446,17 @@ void pm_gen_checks_done(struct pm_gen *g, const char *why)
 int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank)
 {
 	struct pm_gen_rank *r;
-	struct pm_msg m;
 
 	if (lrank < 0 || lrank >= g->cf.ntasks_local || g->ranks[lrank].st != PM_RANK_ABSENT)
 		return -1;
 	r = &g->ranks[lrank];
-	r->grank = grank;
+	r->grank = pm_gen_spares(g) ? (pm_gen_slot(g, g->cf.node) < 0 ? -1 :
+			pm_gen_slot(g, g->cf.node) * g->cf.ntasks_local + lrank) : grank;
 	r->st = PM_RANK_IDLE;
 	if (pm_gen_terminal(g)) {
 		g->cf.ops->send_rank(g->cf.ctx, lrank, &g->end_msg);
 	} else if (g->phase == PM_PHASE_RUNNING) {
-		pm_msg_init(&m, PM_MSG_START);
-		m.gen = g->gen;
-		r->st = PM_RANK_RUNNING;
-		g->cf.ops->send_rank(g->cf.ctx, lrank, &m);
+		start_rank(g, lrank);
 	}
 	return 0;
 }
@@ -426,7 +526,14 @@ void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why)
 	r = &g->ranks[lrank];
 	r->st = PM_RANK_GONE;
 	r->stop_pending = false;
-	if (!pm_gen_terminal(g)) {
+	if (!pm_gen_terminal(g) && pm_gen_spares(g)) {
+		char text[PM_REPL_WHY];
+		/* A rank that cannot be run here again: the node is lost. */
+		snprintf(text, sizeof(text), "the supervisor of its local rank %d went away%s%.100s",
+			 lrank, why ? ": " : "", why ? why : "");
+		pm_gen_log(g, "%s", text);
+		pm_gen_lost(g, g->cf.node, text);
+	} else if (!pm_gen_terminal(g)) {
 		pm_gen_log(g, "supervisor of rank %d disconnected%s%s", r->grank,
 			   why ? ": " : "", why ? why : "");
 		pm_msg_init(&m, PM_MSG_FAIL);
@@ -446,14 +553,25 @@ void pm_gen_child_joined(struct pm_gen *g, int node)
 	struct pm_msg m;
 
 	/* It may have missed what happened before it joined. */
+	for (int i = 0; i < g->nrepl; i++) {
+		pm_gen_repl_msg(&g->repl[i], &m);
+		g->cf.ops->send_child(g->cf.ctx, node, &m);
+	}
+	{
+		int i = pm_gen_kid_index(g, node);
+		if (i >= 0)
+			g->kids[i].up = true;
+		pm_gen_root_act(g);
+	}
 	if (pm_gen_terminal(g)) {
 		g->cf.ops->send_child(g->cf.ctx, node, &g->end_msg);
 		return;
 	}
 	if (g->phase == PM_PHASE_STOPPING) {
 		pm_msg_init(&m, PM_MSG_STOP);
-	} else if (g->gen > 0 && g->phase == PM_PHASE_RUNNING) {
+	} else if ((g->gen > 0 || pm_gen_spares(g)) && g->phase == PM_PHASE_RUNNING) {
 		pm_msg_init(&m, PM_MSG_START);
+		m.count = (uint32_t)g->restarts;
 	} else {
 		return;
 	}
@@ -463,10 +581,13 @@ void pm_gen_child_joined(struct pm_gen *g, int node)
 
 /* A node is lost (its procmgrd gone or silent, its ranks not stopping):
  * the root ends the step, others pass it up with why. */
-static void lost(struct pm_gen *g, int node, const char *why)
+void pm_gen_lost(struct pm_gen *g, int node, const char *why)
 {
 	struct pm_msg m;
 
+	/* Out of the counts here at once: the root's word follows. */
+	if (node != g->cf.node)
+		pm_gen_exclude(g, node);
 	if (!pm_gen_is_root(g)) {
 		pm_msg_init(&m, PM_MSG_LOST);
 		m.node = node;
@@ -480,29 +601,34 @@ static void lost(struct pm_gen *g, int node, const char *why)
 
 int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 {
+	int idx = pm_gen_kid_index(g, node);
+	struct pm_gen_child *k = idx >= 0 && !pm_gen_excluded(g, node) ? &g->kids[idx] : NULL;
+
+	/* Only a joined child speaks (tree_link.c): it is up. */
+	if (k)
+		k->up = true;
+
 	switch (m->type) {
 	case PM_MSG_FAIL:
 		pm_gen_fail(g, m);
 		break;
 	case PM_MSG_READY:
-		if (g->phase == PM_PHASE_STARTING)
-			g->ready_children += (int)m->count;
+		if (g->phase == PM_PHASE_STARTING && k)
+			k->ready = m->count;
 		break;
 	case PM_MSG_DONE:
-		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING)
-			g->done_children += (int)m->count;
+		if (m->gen == g->gen && g->phase == PM_PHASE_RUNNING && k)
+			k->done = m->count;
 		break;
 	case PM_MSG_STOPPED:
-		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING) {
-			int idx = node - g->child_first;
-			g->stopped_children += (int)m->count;
-			if (idx >= 0 && idx < g->nchildren)
-				g->child_stopped[idx] = true;
+		if (m->gen == g->gen && g->phase == PM_PHASE_STOPPING && k) {
+			k->stopped = m->count;
+			k->stopped_rep = true;
 		}
 		break;
 	case PM_MSG_LOST:
 		if (!pm_gen_terminal(g))
-			lost(g, m->node, m->text_len ? m->text : NULL);
+			pm_gen_lost(g, m->node, m->text_len ? m->text : NULL);
 		break;
 	default:
 		return -1;
@@ -513,11 +639,19 @@ int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 
 void pm_gen_child_lost(struct pm_gen *g, int node, const char *why)
 {
-	if (pm_gen_terminal(g))
+	int idx = pm_gen_kid_index(g, node);
+
+	/* What it reported goes with it. */
+	if (idx >= 0) {
+		struct pm_gen_child *k = &g->kids[idx];
+		k->up = false;
+		k->ready = k->done = k->stopped = 0;
+	}
+	if (pm_gen_terminal(g) || pm_gen_excluded(g, node))
 		return;
 	pm_gen_log(g, "lost child node %s%s%s", pm_gen_node_name(g, node), why ? ": " : "",
 		   why ? why : "");
-	lost(g, node, why);
+	pm_gen_lost(g, node, why);
 	pm_gen_progress(g);
 }
 
@@ -528,8 +662,24 @@ int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m)
 		pm_gen_stop(g, m->gen);
 		break;
 	case PM_MSG_START:
+		g->restarts = (int)m->count;
 		pm_gen_start(g, m->gen);
 		break;
+	case PM_MSG_REPLACE: {
+		struct pm_repl r;
+		if (!pm_gen_spares(g))
+			return -1;
+		pm_gen_repl_from_msg(m, &r);
+		pm_gen_apply_repl(g, &r);
+		g->cf.ops->send_down(g->cf.ctx, m);
+		if (r.lost == g->cf.node) {
+			char why[PM_REPL_WHY + 64];
+			snprintf(why, sizeof(why), "procmgr: this node is out of the step (%s)",
+				 r.why);
+			pm_gen_leave(g, why);
+		}
+		break;
+	}
 	case PM_MSG_FINISH:
 	case PM_MSG_ABORT:
 		pm_gen_end(g, m);
@@ -566,6 +716,13 @@ void pm_gen_stop_timer(struct pm_gen *g)
 	char why[256];
 	int i;
 
+	if (g->stop_stage == 3) {
+		g->stop_stage = 0;
+		if (g->electing)
+			pm_gen_abort_local(g, "procmgr: lost the root and could not reach most of "
+					      "the step; this node ends its part");
+		return;
+	}
 	if (g->phase != PM_PHASE_STOPPING || !g->stop_stage)
 		return;
 	if (g->stop_stage == 1) {
@@ -574,7 +731,7 @@ void pm_gen_stop_timer(struct pm_gen *g)
 				snprintf(why, sizeof(why), "rank %d did not stop within %.1f s",
 					 g->ranks[i].grank, g->cf.stop_bound_ms / 1000.0);
 				pm_gen_log(g, "%s", why);
-				lost(g, g->cf.node, why);
+				pm_gen_lost(g, g->cf.node, why);
 				pm_gen_progress(g);
 				return;
 			}
@@ -583,15 +740,24 @@ void pm_gen_stop_timer(struct pm_gen *g)
 			return;
 		}
 	}
-	for (i = 0; i < g->nchildren && !pm_gen_terminal(g); i++)
-		if (!g->child_stopped[i]) {
-			int node = g->child_first + i;
+	for (i = 0; i < g->nkids && !pm_gen_terminal(g); i++)
+		if (!pm_gen_excluded(g, g->kids[i].node) && !g->kids[i].stopped_rep) {
+			int node = g->kids[i].node;
 			snprintf(why, sizeof(why), "its ranks did not report stopped within %.1f s "
 				 "of the stop", (g->cf.stop_bound_ms +
 						 g->cf.stop_margin_ms * levels_below(g)) / 1000.0);
 			pm_gen_log(g, "child node %s: %s", pm_gen_node_name(g, node), why);
-			lost(g, node, why);
+			pm_gen_lost(g, node, why);
 		}
+	if (pm_gen_spares(g) && !pm_gen_terminal(g)) {
+		int miss[64], n = pm_gen_missing(g, miss, 64);
+		for (i = 0; i < n && !pm_gen_terminal(g); i++) {
+			snprintf(why, sizeof(why), "it did not come back to the tree within %.1f s "
+				 "of the stop", (g->cf.stop_bound_ms +
+						 g->cf.stop_margin_ms * levels_below(g)) / 1000.0);
+			pm_gen_lost(g, miss[i], why);
+		}
+	}
 	g->stop_stage = 0;
 	pm_gen_progress(g);
 }
@@ -600,6 +766,42 @@ void pm_gen_timer(struct pm_gen *g)
 {
 	if (g->phase == PM_PHASE_DELAY)
 		pm_gen_root_next(g);
+	pm_gen_progress(g);
+}
+
+/* Our reports of this phase went to a parent that is gone. */
+static void report_again(struct pm_gen *g)
+{
+	if (g->phase == PM_PHASE_STARTING)
+		g->ready_sent = false;
+	else if (g->phase == PM_PHASE_RUNNING)
+		g->done_sent = false;
+	else if (g->phase == PM_PHASE_STOPPING)
+		g->stopped_sent = false;
+}
+
+void pm_gen_parent_changed(struct pm_gen *g)
+{
+	report_again(g);
+	pm_gen_progress(g);
+}
+
+void pm_gen_take_root(struct pm_gen *g, const char *why)
+{
+	if (pm_gen_terminal(g) || g->root)
+		return;
+	pm_gen_log(g, "taking the root's place: %s", why);
+	g->root = true;
+	g->electing = true;
+	snprintf(g->elect_why, sizeof(g->elect_why), "%s", why);
+	pm_gen_exclude(g, 0);
+	report_again(g);
+	if (g->cf.ops->became_root)
+		g->cf.ops->became_root(g->cf.ctx);
+	/* Most of the step must come to us within a stop's bound, or this
+	 * side is the one cut off. */
+	arm_stop(g, 3, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
+	pm_gen_root_act(g);
 	pm_gen_progress(g);
 }
 
@@ -614,13 +816,12 @@ int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
 	if (!g->ranks)
 		return -1;
 	g->nchildren = pm_tree_children(cf->node, cf->fanout, cf->nnodes, &g->child_first);
-	g->child_stopped = calloc((size_t)(g->nchildren ? g->nchildren : 1),
-				  sizeof(*g->child_stopped));
-	if (!g->child_stopped) {
-		free(g->ranks);
+	g->subtree = pm_tree_subtree_size(cf->node, cf->fanout, cf->nnodes);
+	g->root = cf->node == 0;
+	if (pm_gen_spares_init(g)) {
+		pm_gen_free(g);
 		return -1;
 	}
-	g->subtree = pm_tree_subtree_size(cf->node, cf->fanout, cf->nnodes);
 	g->phase = PM_PHASE_STARTING;
 	pm_msg_init(&g->end_msg, PM_MSG_ABORT);
 	return 0;
@@ -629,7 +830,6 @@ int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
 void pm_gen_free(struct pm_gen *g)
 {
 	free(g->ranks);
-	free(g->child_stopped);
 	g->ranks = NULL;
-	g->child_stopped = NULL;
+	pm_gen_spares_free(g);
 }

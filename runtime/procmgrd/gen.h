@@ -52,6 +52,11 @@ struct pm_gen_ops {
 	int (*run_checks)(void *ctx, char *why, size_t len);
 	/* The root's event log: fields are JSON members, may be empty. */
 	void (*event)(void *ctx, const char *name, const char *fields);
+	/* Spares: the nodes lost so far (a host list, "" for none), each time
+	 * the root's list grows; and this node became the root (its event log
+	 * starts here). May be NULL. */
+	void (*avoid)(void *ctx, const char *nodes, const char *why);
+	void (*became_root)(void *ctx);
 	void (*log)(void *ctx, const char *text);
 	uint64_t (*now_ms)(void *ctx);
 };
@@ -67,6 +72,10 @@ struct pm_gen_config {
 	 * subtrees within stop_margin_ms more per level below; else the node
 	 * or the child is lost. 0: no deadline. */
 	unsigned stop_bound_ms, stop_margin_ms;
+	/* Hot spares: the last spares nodes run no rank until one takes the
+	 * place (the slot) of a lost node. Every node then has ntasks_local
+	 * ranks, and slot s runs global ranks s*ntasks_local + local rank. */
+	int spares;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -79,20 +88,49 @@ struct pm_gen_rank {
 
 enum pm_checks_state { PM_CHECKS_NONE, PM_CHECKS_RUNNING, PM_CHECKS_DONE };
 
+/* A node below: first the tree's own children, then (with spares) the
+ * nodes that came to us when their parent was lost. What it last said of
+ * its subtree in this phase counts, so that a child lost takes its
+ * report with it and an adopted one is counted once. */
+struct pm_gen_child {
+	int node;
+	bool up;                 /* joined, not lost */
+	uint32_t ready, done, stopped;
+	bool stopped_rep;
+};
+
+/* One replacement, as the root decided it and every node applies it:
+ * node lost is out of the step, spare (or -1) takes its slot (or -1). */
+#define PM_REPL_WHY 200
+struct pm_repl {
+	int lost, slot, spare;
+	char why[PM_REPL_WHY];
+};
+
 #define PM_HANG_LIST 16 /* hung followers named in the restart line */
 
 struct pm_gen {
 	struct pm_gen_config cf;
-	int child_first, nchildren, subtree;
+	int child_first, nchildren, subtree; /* in the tree as it was made */
 	struct pm_gen_rank *ranks; /* by local rank */
 	uint32_t gen;
 	enum pm_phase phase;
-	/* nodes below that reported, and whether this subtree did */
-	int ready_children, done_children, stopped_children;
+	bool root;                 /* node 0, or the node that took its place */
+	/* nodes below, and whether this subtree reported */
+	struct pm_gen_child *kids;
+	int nkids, kids_cap;
 	bool local_ready, ready_sent, done_sent, stopped_sent;
 	enum pm_checks_state checks; /* between this generation and the next */
-	bool *child_stopped;         /* by child index, in this STOPPING */
 	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
+	/* Spares (cf.spares > 0). */
+	int nactive;                 /* slots: nnodes - spares */
+	int *slot_node, *node_slot;  /* node_slot -1: no slot (a spare, or lost) */
+	bool *excluded;              /* lost: out of the step for good */
+	int *xlist, nexcluded;       /* the same, in the order lost */
+	struct pm_repl *repl;        /* every replacement so far, in order */
+	int nrepl;
+	bool electing;               /* root-elect: waiting for a majority */
+	char elect_why[PM_REPL_WHY]; /* why the root was lost */
 	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
 	/* root only */
 	int restarts;
@@ -129,6 +167,23 @@ void pm_gen_child_joined(struct pm_gen *g, int node);
 int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m);
 void pm_gen_child_lost(struct pm_gen *g, int node, const char *why);
 int pm_gen_parent_msg(struct pm_gen *g, const struct pm_msg *m);
+
+/* Spares: the parent is lost and a new one accepted us (or none did and
+ * this node takes the root's place: pm_gen_take_root). Our reports of
+ * this phase go again, to it. */
+void pm_gen_parent_changed(struct pm_gen *g);
+/* A node not of the tree's making wants us as its parent: its index
+ * among the kids, or -1 if it is lost or already one. */
+int pm_gen_adopt(struct pm_gen *g, int node);
+int pm_gen_kid_index(const struct pm_gen *g, int node);
+/* No ancestor answered: this node is the root now, and acts once most of
+ * the step is below it (pm_gen_adopt tells). */
+void pm_gen_take_root(struct pm_gen *g, const char *why);
+/* Which nodes a node whose parent is lost asks, in order; n filled. */
+int pm_gen_parent_candidates(const struct pm_gen *g, int *out, int max);
+bool pm_gen_excluded(const struct pm_gen *g, int node);
+/* A node is lost (the root decides, others pass it up). */
+void pm_gen_lost(struct pm_gen *g, int node, const char *why);
 
 /* The root's delay timer fired. */
 void pm_gen_timer(struct pm_gen *g);

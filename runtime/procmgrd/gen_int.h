@@ -7,6 +7,8 @@
 void pm_gen_log(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* --procmgr-verbose: a line on srun's stderr through rank 0's supervisor. */
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, always: what a user must not miss (a node replaced). */
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pm_gen_is_root(const struct pm_gen *g);
 
 /* What every node does on the root's word. */
@@ -25,5 +27,31 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why);
 void pm_gen_root_done(struct pm_gen *g);
 void pm_gen_root_stopped(struct pm_gen *g);
 void pm_gen_root_next(struct pm_gen *g);
+
+/* spares.c */
+bool pm_gen_spares(const struct pm_gen *g);
+/* The ranks of a generation: the active nodes' with spares. */
+int pm_gen_world(const struct pm_gen *g);
+int pm_gen_slot(const struct pm_gen *g, int node);
+int pm_gen_spares_init(struct pm_gen *g);
+void pm_gen_spares_free(struct pm_gen *g);
+int pm_gen_expected(const struct pm_gen *g);
+uint32_t pm_gen_below(const struct pm_gen *g, enum pm_phase phase);
+void pm_gen_exclude(struct pm_gen *g, int node);
+void pm_gen_apply_repl(struct pm_gen *g, const struct pm_repl *r);
+void pm_gen_repl_msg(const struct pm_repl *r, struct pm_msg *m);
+void pm_gen_repl_from_msg(const struct pm_msg *m, struct pm_repl *r);
+int pm_gen_free_spare(const struct pm_gen *g);
+int pm_gen_spares_left(const struct pm_gen *g);
+int pm_gen_missing(struct pm_gen *g, int *out, int max);
+bool pm_gen_majority(const struct pm_gen *g);
+/* This node was replaced: its own ranks end, nothing is said below (its
+ * children find another parent). */
+void pm_gen_leave(struct pm_gen *g, const char *why);
+/* The root's lowest live rank, to say what the lost cannot. */
+int pm_gen_printer(const struct pm_gen *g, int avoid);
+/* decide.c: a root that took over acts once it has a majority. */
+void pm_gen_root_act(struct pm_gen *g);
+void arm_stop_off(struct pm_gen *g);
 
 #endif

@@ -44,26 +44,6 @@ struct daemon {
 	uint64_t connect_deadline;
 };
 
-static int resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
-		   socklen_t *len, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char ports[16];
-	int rc;
-
-	snprintf(ports, sizeof(ports), "%u", port);
-	rc = getaddrinfo(host, ports, &hints, &res);
-	if (rc) {
-		snprintf(err, errlen, "cannot resolve node %s: %s", host, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 {
 	int n = pm_hostlist_expand(list, 10000000, out);
@@ -156,7 +136,7 @@ static int listen_tcp(struct daemon *d, char *err, size_t errlen)
 	socklen_t len;
 	int fd, one = 1;
 
-	if (resolve(s->names[s->node], d->port, &ss, &len, err, errlen))
+	if (pm_step_resolve(s->names[s->node], d->port, &ss, &len, err, errlen))
 		return -1;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
@@ -383,6 +363,14 @@ int main(int argc, char **argv)
 		snprintf(err, sizeof(err), "cannot set up the event loop: %s", strerror(errno));
 		goto out_ready;
 	}
+	s->port = d.port;
+	s->parent_node = pm_tree_parent(s->node, s->fanout);
+	if (events)
+		snprintf(s->events_path, sizeof(s->events_path), "%s", events);
+	if (pm_attach_init(s)) {
+		snprintf(err, sizeof(err), "timerfd: %s", strerror(errno));
+		goto out_ready;
+	}
 	if (s->node == 0 && events &&
 	    pm_events_open(&s->events, events, s->job, s->stepid)) {
 		snprintf(err, sizeof(err), "event log %s: %s", events, strerror(errno));
@@ -401,13 +389,15 @@ int main(int argc, char **argv)
 			 d.sock_path);
 		goto out_clean;
 	}
-	if (s->nchildren && listen_tcp(&d, err, sizeof(err)))
+	/* With spares any node may become the parent of a node whose own is
+	 * lost. */
+	if ((s->nchildren || s->opts.spares) && listen_tcp(&d, err, sizeof(err)))
 		goto out_clean;
 	if (s->node > 0) {
 		int p = pm_tree_parent(s->node, s->fanout);
-		if (resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
+		if (pm_step_resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
 			    sizeof(err)) ||
-		    resolve(s->names[s->node], 0, &d.self_addr, &d.self_addrlen, err, sizeof(err)))
+		    pm_step_resolve(s->names[s->node], 0, &d.self_addr, &d.self_addrlen, err, sizeof(err)))
 			goto out_clean;
 		d.retry_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_retry, .arg = &d };
 		if (d.retry_w.fd < 0 || pm_loop_add(&d.loop, &d.retry_w, EPOLLIN)) {

@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <limits.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "common/handshake.h"
@@ -47,8 +49,11 @@ struct pm_step {
 	char nonce[PM_HS_NONCE_HEX + 1]; /* ours, in HELLO: the parent's WELCOME must carry it */
 	struct pm_msg *upq; /* messages for the parent before it accepted us */
 	int upq_len, upq_cap;
-	int child_first, nchildren;
-	struct pm_conn **children; /* by child index, NULL until authenticated */
+	int child_first, nchildren; /* the tree's own children */
+	/* by the machine's kid index (gen.kids): the tree's children first,
+	 * then nodes adopted when their parent was lost; NULL until joined */
+	struct pm_conn **children;
+	int children_cap;
 	bool *seen;                /* by child index: joined once, so told the end */
 	int nseen;
 	struct pm_watch delay_w, stop_w;
@@ -63,6 +68,19 @@ struct pm_step {
 	 * when silent for all of it. One timer for all links. */
 	unsigned peer_timeout_ms;
 	struct pm_watch live_w;
+	/* Spares: where the parent is, and the search for a new one when it
+	 * is lost (attach.c). */
+	int parent_node;
+	struct pm_attach {
+		bool active;
+		int cand[64], ncand, next;
+		int fd;                 /* connecting, -1 none */
+		struct pm_watch conn_w, timer_w;
+		bool refused_all;       /* every candidate refused outright: gone */
+		char why[256];
+	} attach;
+	char events_path[PATH_MAX];
+	unsigned port;
 	/* After the end, until every child was told it (or PM_LINGER_MS). */
 	struct pm_watch linger_w;
 	bool lingering;
@@ -114,6 +132,20 @@ void pm_step_terminate(struct pm_step *s);
 void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor);
 /* tree_link.c: a child joined. */
 void pm_step_child_seen(struct pm_step *s, int idx);
+/* attach.c: the parent is lost (spares): ask its ancestors, then the
+ * root's children, in turn; none answering, take the root's place or end. */
+int pm_attach_init(struct pm_step *s);
+void pm_attach_start(struct pm_step *s, const char *why);
+/* tree_link.c tells it how the candidate answered. */
+void pm_attach_welcomed(struct pm_step *s);
+void pm_attach_failed(struct pm_step *s, const char *why);
+void pm_attach_free(struct pm_step *s);
+/* A kid index's connection slot, grown as nodes are adopted. */
+struct pm_conn **pm_step_child(struct pm_step *s, int idx);
+/* Resolve host:port (0: any port). */
+int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
+		    socklen_t *len, char *err, size_t errlen);
+
 /* Log line of procmgrd (its own log file), prefixed with the node. */
 void pm_log(struct pm_step *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -52,12 +52,28 @@ static void send_up(void *ctx, const struct pm_msg *m)
 	s->upq[s->upq_len++] = *m;
 }
 
+struct pm_conn **pm_step_child(struct pm_step *s, int idx)
+{
+	if (idx < 0)
+		return NULL;
+	if (idx >= s->children_cap) {
+		int cap = s->children_cap * 2 > idx ? s->children_cap * 2 : idx + 4;
+		struct pm_conn **c = realloc(s->children, (size_t)cap * sizeof(*c));
+		if (!c)
+			return NULL;
+		memset(c + s->children_cap, 0, (size_t)(cap - s->children_cap) * sizeof(*c));
+		s->children = c;
+		s->children_cap = cap;
+	}
+	return &s->children[idx];
+}
+
 static void send_down(void *ctx, const struct pm_msg *m)
 {
 	struct pm_step *s = ctx;
 	int i;
 
-	for (i = 0; i < s->nchildren; i++)
+	for (i = 0; i < s->gen.nkids && i < s->children_cap; i++)
 		if (s->children[i])
 			pm_step_send(s, s->children[i], m);
 }
@@ -65,9 +81,9 @@ static void send_down(void *ctx, const struct pm_msg *m)
 static void send_child(void *ctx, int node, const struct pm_msg *m)
 {
 	struct pm_step *s = ctx;
-	int idx = node - s->child_first;
+	int idx = pm_gen_kid_index(&s->gen, node);
 
-	if (idx >= 0 && idx < s->nchildren && s->children[idx])
+	if (idx >= 0 && idx < s->children_cap && s->children[idx])
 		pm_step_send(s, s->children[idx], m);
 }
 
@@ -122,6 +138,41 @@ static void event(void *ctx, const char *name, const char *fields)
 			pm_step_send(s, s->ranks[i], &m);
 }
 
+/* The nodes lost so far, for the job script: one line, replaced whole. */
+static void avoid(void *ctx, const char *nodes, const char *why)
+{
+	struct pm_step *s = ctx;
+	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	size_t n = strlen(s->events_path), suf = strlen(".events.jsonl");
+	FILE *f;
+	(void)why;
+
+	if (!s->events_path[0] || n <= suf || n - suf + 8 >= sizeof(path))
+		return;
+	snprintf(path, sizeof(path), "%.*s.exclude", (int)(n - suf), s->events_path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wx");
+	if (!f) {
+		pm_log(s, "cannot write %s: %m", tmp);
+		return;
+	}
+	fprintf(f, "%s\n", nodes);
+	if (fclose(f) || rename(tmp, path)) {
+		pm_log(s, "cannot write %s: %m", path);
+		unlink(tmp);
+	}
+}
+
+/* The event log goes on here: the same file name, on this node. */
+static void became_root(void *ctx)
+{
+	struct pm_step *s = ctx;
+
+	if (s->events_path[0] && !s->events.opened &&
+	    pm_events_open(&s->events, s->events_path, s->job, s->stepid))
+		pm_log(s, "cannot open the event log %s: %m", s->events_path);
+}
+
 static void log_line(void *ctx, const char *text)
 {
 	pm_log(ctx, "%s", text);
@@ -142,6 +193,8 @@ const struct pm_gen_ops pm_step_ops = {
 	.arm_stop = arm_stop,
 	.run_checks = run_checks,
 	.event = event,
+	.avoid = avoid,
+	.became_root = became_root,
 	.log = log_line,
 	.now_ms = now_ms,
 };
@@ -187,7 +240,7 @@ static void live_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	snprintf(why, sizeof(why), "no heartbeat for %s s", secs);
 	if (s->parent && s->parent_ok && pm_conn_keepalive(s->parent, now, t))
 		pm_conn_fail(s->parent, why);
-	for (i = 0; i < s->nchildren; i++)
+	for (i = 0; i < s->gen.nkids && i < s->children_cap; i++)
 		if (s->children[i] && pm_conn_keepalive(s->children[i], now, t))
 			pm_conn_fail(s->children[i], why);
 	for (i = 0; i < s->ntasks_local; i++)
@@ -279,6 +332,7 @@ int pm_step_init(struct pm_step *s)
 		.node = s->node, .nnodes = s->nnodes, .fanout = s->fanout,
 		.ntasks = s->ntasks, .ntasks_local = s->ntasks_local,
 		.names = (const char *const *)s->names, .verbose = s->opts.verbose,
+		.spares = (int)s->opts.spares,
 		.ops = &pm_step_ops, .ctx = s,
 	};
 	int i;
@@ -295,7 +349,8 @@ int pm_step_init(struct pm_step *s)
 	s->child_first = s->gen.child_first;
 	s->nchildren = s->gen.nchildren;
 	s->ranks = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*s->ranks));
-	s->children = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->children));
+	s->children_cap = s->nchildren ? s->nchildren : 1;
+	s->children = calloc((size_t)s->children_cap, sizeof(*s->children));
 	s->seen = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->seen));
 	s->cmd_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
 	s->sup_pidfd = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(int));
@@ -336,9 +391,10 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->ranks && i < s->ntasks_local; i++)
 		if (s->ranks[i])
 			pm_conn_free(s->ranks[i]);
-	for (i = 0; s->children && i < s->nchildren; i++)
+	for (i = 0; s->children && i < s->children_cap; i++)
 		if (s->children[i])
 			pm_conn_free(s->children[i]);
+	pm_attach_free(s);
 	if (s->parent)
 		pm_conn_free(s->parent);
 	if (s->delay_w.fd >= 0)

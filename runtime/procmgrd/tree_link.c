@@ -22,10 +22,11 @@
 static void child_closed(struct pm_conn *c, const char *why)
 {
 	struct pm_step *s = c->w.arg;
-	int idx = c->id >= 0 ? c->id - s->child_first : -1;
+	int idx = c->id >= 0 ? pm_gen_kid_index(&s->gen, c->id) : -1;
+	struct pm_conn **slot = idx >= 0 ? pm_step_child(s, idx) : NULL;
 
-	if (idx >= 0 && idx < s->nchildren && s->children[idx] == c) {
-		s->children[idx] = NULL;
+	if (slot && *slot == c) {
+		*slot = NULL;
 		pm_gen_child_lost(&s->gen, c->id, why);
 	} else {
 		pm_gate_remove(s, c);
@@ -40,7 +41,8 @@ static int child_hello(struct pm_step *s, const struct pm_msg *m, struct pm_hs *
 		       size_t len)
 {
 	char payload[PM_HS_MAX];
-	int idx = m->node - s->child_first;
+	int idx = pm_gen_kid_index(&s->gen, m->node);
+	struct pm_conn **slot = idx >= 0 ? pm_step_child(s, idx) : NULL;
 
 	err[0] = '\0';
 	if (pm_auth_decode(s->munge_socket, m->text, s->uid, payload, sizeof(payload), err, len)) {
@@ -54,9 +56,12 @@ static int child_hello(struct pm_step *s, const struct pm_msg *m, struct pm_hs *
 	} else if (h->from != m->node || h->to != s->node) {
 		snprintf(err, len, "credential for another link (from node %d to node %d)", h->from,
 			 h->to);
-	} else if (idx < 0 || idx >= s->nchildren) {
+	} else if (pm_gen_excluded(&s->gen, m->node)) {
+		snprintf(err, len, "node %d is out of the step", m->node);
+	} else if (idx < 0 && !(s->opts.spares && m->node > s->node && m->node < s->nnodes)) {
+		/* With spares a node whose parent is lost comes to an ancestor. */
 		snprintf(err, len, "node %d is not a child of node %d", m->node, s->node);
-	} else if (s->children[idx]) {
+	} else if (slot && *slot) {
 		snprintf(err, len, "node %d is already connected", m->node);
 	}
 	return err[0] ? -1 : 0;
@@ -104,12 +109,27 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		pm_msg_set_text(&r, cred);
 		free(cred);
 	}
-	pm_gate_remove(s, c);
-	c->id = m->node;
-	s->children[m->node - s->child_first] = c;
-	pm_step_send(s, c, &r);
-	pm_gen_child_joined(&s->gen, m->node);
-	pm_step_child_seen(s, m->node - s->child_first);
+	{
+		int idx = pm_gen_kid_index(&s->gen, m->node);
+		struct pm_conn **slot;
+		if (idx < 0)
+			idx = pm_gen_adopt(&s->gen, m->node);
+		slot = idx >= 0 ? pm_step_child(s, idx) : NULL;
+		if (!slot) {
+			pm_conn_drop(c, "cannot take another child");
+			return;
+		}
+		pm_gate_remove(s, c);
+		c->id = m->node;
+		*slot = c;
+		pm_step_send(s, c, &r);
+		if (idx >= s->nchildren)
+			pm_log(s, "node %s came to us: its parent was lost",
+			       pm_gen_node_name(&s->gen, m->node));
+		pm_gen_child_joined(&s->gen, m->node);
+		if (idx < s->nchildren)
+			pm_step_child_seen(s, idx);
+	}
 }
 
 void pm_step_tree_conn(struct pm_step *s, int fd)
@@ -140,12 +160,28 @@ static void parent_closed(struct pm_conn *c, const char *why)
 	struct pm_step *s = c->w.arg;
 	char text[512];
 
+	bool was_ok = s->parent_ok;
+
 	s->parent = NULL;
 	s->parent_ok = false;
+	if (s->attach.active) {
+		/* A candidate that closed before welcoming us. */
+		pm_conn_free(c);
+		pm_attach_failed(s, why ? why : "closed");
+		return;
+	}
+	if (!pm_gen_terminal(&s->gen) && s->opts.spares && was_ok) {
+		snprintf(text, sizeof(text), "node %s %s",
+			 pm_gen_node_name(&s->gen, s->parent_node),
+			 why ? why : "closed the connection");
+		pm_conn_free(c);
+		pm_attach_start(s, text);
+		return;
+	}
 	if (!pm_gen_terminal(&s->gen)) {
 		snprintf(text, sizeof(text),
 			 "procmgr: lost the connection to node %s%s%s; ending the step",
-			 pm_gen_node_name(&s->gen, pm_tree_parent(s->node, s->fanout)),
+			 pm_gen_node_name(&s->gen, s->parent_node),
 			 why ? ": " : "", why ? why : "");
 		pm_step_abort_local(s, text);
 	}
@@ -156,7 +192,7 @@ static void parent_closed(struct pm_conn *c, const char *why)
 static int parent_proof(struct pm_step *s, const struct pm_msg *m, char *err, size_t len)
 {
 	struct pm_hs h = { .kind = PM_HS_WELCOME, .job = s->job, .step = s->stepid,
-			   .from = pm_tree_parent(s->node, s->fanout), .to = s->node };
+			   .from = s->parent_node, .to = s->node };
 	char payload[PM_HS_MAX];
 
 	snprintf(h.nonce, sizeof(h.nonce), "%s", s->nonce);
@@ -176,7 +212,7 @@ static int parent_proof(struct pm_step *s, const struct pm_msg *m, char *err, si
 static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 {
 	char text[PM_WIRE_TEXT_MAX + 256], err[256];
-	const char *parent = pm_gen_node_name(&s->gen, pm_tree_parent(s->node, s->fanout));
+	const char *parent = pm_gen_node_name(&s->gen, s->parent_node);
 
 	if (m->type == PM_MSG_WELCOME && parent_proof(s, m, err, sizeof(err)) == 0) {
 		int i;
@@ -184,6 +220,16 @@ static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 		for (i = 0; i < s->upq_len; i++)
 			pm_step_send(s, s->parent, &s->upq[i]);
 		s->upq_len = 0;
+		if (s->attach.active)
+			pm_attach_welcomed(s);
+		return;
+	}
+	if (s->attach.active) {
+		/* Kept by pm_conn_drop until the close, which tries the next. */
+		static char why[300];
+		snprintf(why, sizeof(why), "%s %.200s", m->type == PM_MSG_REFUSED ? "refused:" :
+			 "did not prove itself:", m->type == PM_MSG_REFUSED ? m->text : err);
+		pm_conn_drop(s->parent, why);
 		return;
 	}
 	if (m->type == PM_MSG_WELCOME)
@@ -218,7 +264,7 @@ int pm_step_parent_up(struct pm_step *s, int fd)
 {
 	struct pm_msg m;
 	struct pm_hs h = { .kind = PM_HS_HELLO, .job = s->job, .step = s->stepid,
-			   .from = s->node, .to = pm_tree_parent(s->node, s->fanout) };
+			   .from = s->node, .to = s->parent_node };
 	char payload[PM_HS_MAX], err[256], *cred = NULL;
 	unsigned char rnd[16];
 

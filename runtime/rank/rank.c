@@ -33,6 +33,9 @@ struct rank {
 	struct pm_conn *c;
 	char **argv;
 	int grank, lrank;
+	/* Spares: who this rank is in the generation it runs (START says). */
+	int group;
+	char master[256];
 	const char *node;
 	unsigned grace_ms, hang_ms, hang_first_ms;
 	unsigned peer_timeout_ms; /* procmgrd silent this long: it is gone */
@@ -163,6 +166,16 @@ static void start_child(struct rank *r, uint32_t gen)
 		signal(SIGPIPE, SIG_DFL);
 		setenv(PM_ENV_RESTART_COUNT, count, 1);
 		setenv(PM_ENV_TE_RESTART_COUNT, count, 1);
+		if (r->group >= 0) {
+			char v[16];
+			snprintf(v, sizeof(v), "%d", r->grank);
+			setenv(PM_ENV_RANK, v, 1);
+			setenv(PM_ENV_ROLE_RANK, v, 1);
+			snprintf(v, sizeof(v), "%d", r->group);
+			setenv(PM_ENV_GROUP_RANK, v, 1);
+			if (r->master[0])
+				setenv(PM_ENV_MASTER_ADDR, r->master, 1);
+		}
 		close(ep[0]);
 		execvp(r->argv[0], r->argv);
 		e = errno;
@@ -321,6 +334,12 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 	case PM_MSG_START:
 		if (r->child > 0 || r->exiting)
 			return;
+		if (m->rank >= 0) {
+			/* With spares the node's slot says who runs here now. */
+			r->grank = m->rank;
+			r->group = m->node;
+			snprintf(r->master, sizeof(r->master), "%.255s", m->text);
+		}
 		start_child(r, m->gen);
 		break;
 	case PM_MSG_STOP:
@@ -417,6 +436,7 @@ static int setup(struct rank *r, char *err, size_t errlen)
 		return -1;
 	}
 	r->node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "?";
+	r->group = -1;
 	if (env_uint(PM_ENV_RANK, &v) == 0)
 		r->grank = (int)v;
 	v = 0;

@@ -114,9 +114,9 @@ static void test_init(void **state)
 static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
-		"bind", "health", "health-interval", "hang-timeout", "verbose" };
+		"bind", "health", "health-interval", "hang-timeout", "spares", "verbose" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", NULL };
+		"gpu", "1", "1", "1", NULL };
 	size_t i;
 	(void)state;
 
@@ -679,7 +679,7 @@ static void test_format(void **state)
 	o.enabled = true;
 	o.set = ~0u;
 	fmt_is(&o, "procmgr restart=never restart-delay=0 grace=10 bind=none "
-		   "health-interval=0 hang-timeout=0");
+		   "health-interval=0 hang-timeout=0 spares=0");
 
 	/* Too small a buffer: an error, within bounds. */
 	pm_opts_init(&o);
@@ -1121,6 +1121,39 @@ static void test_site_twice(void **state)
 	assert_int_equal(site(&s, "max_restarts=3", "drain=yes", NULL), 0);
 }
 
+static void test_spares(void **state)
+{
+	struct pm_opts o, r;
+	struct pm_site site_cf;
+	(void)state;
+
+	pm_opts_init(&o);
+	opt_ok(&o, "spares", "2");
+	assert_int_equal(o.spares, 2);
+	fmt_is(&o, "procmgr spares=2");
+	assert_int_equal(pm_opt_parse(&o, "spares", "-1", err, sizeof(err)), -1);
+	contains(err, "a whole number of nodes from 0 to 100000");
+	assert_int_equal(pm_opt_parse(&o, "spares", "two", err, sizeof(err)), -1);
+	contains(err, "'two'");
+	/* A replacement restarts every rank: spares without restarts are refused. */
+	pm_site_init(&site_cf);
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), -1);
+	contains(err, "--procmgr-spares=2 needs restarts");
+	contains(err, "--procmgr-restart=on-failure");
+	opt_ok(&o, "restart", "on-failure:3");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.spares, 2);
+	/* The site's default, and a user's 0 over it. */
+	assert_int_equal(site(&site_cf, "default_spares=1", NULL, NULL), 0);
+	pm_opts_init(&o);
+	opt_ok(&o, "restart", "on-failure");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.spares, 1);
+	opt_ok(&o, "spares", "0");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.spares, 0);
+}
+
 static void test_site_unknown(void **state)
 {
 	struct pm_site s;
@@ -1133,7 +1166,7 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, health, health_timeout, peer_timeout, drain, ports, fanout, "
+		 "default_grace, default_spares, health, health_timeout, peer_timeout, drain, ports, fanout, "
 		 "state_dir, topology");
 
 	/* Keys are case-sensitive and exact. */
@@ -1524,6 +1557,7 @@ int main(void)
 		cmocka_unit_test(test_site_keys),
 		cmocka_unit_test(test_site_example),
 		cmocka_unit_test(test_site_bad),
+		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_site_unknown),
 		cmocka_unit_test(test_site_default_restart_cap),
 		cmocka_unit_test(test_resolve_site_defaults),

@@ -125,7 +125,7 @@ static void test_constants(void **state)
 	assert_int_equal(PM_WIRE_FIXED, 5 * 4 + 2);
 	assert_int_equal(PM_WIRE_FRAME_MAX, 8 + 22 + 4096);
 	assert_int_equal(PM_MSG_HELLO, 1);
-	assert_int_equal(PM_MSG_TYPE_MAX, 19);
+	assert_int_equal(PM_MSG_TYPE_MAX, 20);
 }
 
 static void test_names(void **state)
@@ -140,7 +140,7 @@ static void test_names(void **state)
 		[PM_MSG_RANK_EXIT] = "rank-exit",
 		[PM_MSG_RANK_STOPPED] = "rank-stopped", [PM_MSG_PRINT] = "print",
 		[PM_MSG_READY] = "ready", [PM_MSG_PING] = "ping",
-		[PM_MSG_RANK_RUN] = "rank-run",
+		[PM_MSG_RANK_RUN] = "rank-run", [PM_MSG_REPLACE] = "replace",
 	};
 	int t;
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# Hot spares (--procmgr-spares): a lost node's ranks move to a spare inside
+# the same step. A 6-node testbed of its own beside the run script's, with
+# SlurmdTimeout=5 so that Slurm's own DOWN (which ends srun's wait for the
+# lost node's tasks) comes in about 25 s. Faults are real: a node crashed
+# (its slurmd, slurmstepd and everything below killed at once), stopped
+# (SIGSTOP of the same), cut off (nft drop of its address), unhealthy.
+
+export PM_TESTBED_DIR=/tmp/pm-spares PM_TESTBED_NET=40 PM_TESTBED_PREFIX=spnode
+export SLURM_CONF=$PM_TESTBED_DIR/slurm.conf
+load helpers
+
+DROP_TABLE=pm_spares_drop
+N=6
+# 4 active nodes (ranks 0-3, one per node) and 2 spares, srun and job with
+# --no-kill; every rank works RUN seconds per generation.
+SRUN=(srun --no-kill -N$N --ntasks-per-node=1 --procmgr-spares=2
+      --procmgr-restart=on-failure:3 --procmgr-grace=1)
+
+setup_file() {
+	"$top/tests/cluster/testbed" down
+	PM_TESTBED_SLURMD_TIMEOUT=5 "$top/tests/cluster/testbed" up $N >/dev/null
+}
+
+teardown_file() {
+	nft delete table inet "$DROP_TABLE" 2>/dev/null || true
+	"$top/tests/cluster/testbed" down
+}
+
+node_addr() { echo "127.0.0.$((PM_TESTBED_NET + $1))"; }
+
+# procmgrd of node index I (0-based) of the running step, and its slurmstepd.
+procmgrd_of() { pgrep -f "procmgrd --job [0-9]+ --step 0 --node-id $1 " | head -n 1; }
+stepd_of() { tr '\0' '\n' </proc/"$(procmgrd_of "$1")"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1; }
+slurmd_of() { cat "$PM_TESTBED_DIR/slurmd-$PM_TESTBED_PREFIX$(($1 + 1)).pid"; }
+tree_of() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_of "$c"; done; }
+# A crash: the node's slurmd, slurmstepd and all below, at once.
+node_pids() { { slurmd_of "$1"; tree_of "$(stepd_of "$1")"; } | sort -u; }
+crash() { kill -9 $(node_pids "$1"); }
+
+# Bring every node back for the next test: stopped ones continued, then
+# killed with what they ran; dead slurmd started again, until all are idle.
+revive() {
+	local i pid
+	nft delete table inet "$DROP_TABLE" 2>/dev/null || true
+	for pid in $(pgrep -x slurmstepd) $(pgrep -f "$OURS"); do kill -CONT "$pid" 2>/dev/null || true; done
+	for ((i = 0; i < N; i++)); do
+		pid=$(slurmd_of $i 2>/dev/null) || true
+		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [ "$(ps -o stat= -p "$pid")" = T ]; then
+			kill -CONT "$pid" 2>/dev/null || true
+			kill -9 "$pid" 2>/dev/null || true
+			slurmd -N "$PM_TESTBED_PREFIX$((i + 1))" -f "$SLURM_CONF"
+		fi
+	done
+	scontrol update nodename="$PM_TESTBED_PREFIX[1-$N]" state=resume 2>/dev/null || true
+	wait_until 60 all_idle
+}
+all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = $N ]; }
+
+teardown() {
+	scancel --quiet -u root 2>/dev/null || true
+	revive
+	pm_teardown
+}
+
+# Lines of srun's output and the worker log for the record.
+show() { echo "--- srun:"; cat "$W/out"; echo "--- ranks:"; cat "$PM_LOG"; }
+
+# Every rank 0-3 started exactly once in generation G; rank R on node NODE.
+gen_ranks_once() {
+	local g=$1 r
+	for r in 0 1 2 3; do
+		[ "$(grep -c "^start rank=$r gen=$g " "$PM_LOG")" = 1 ] || return 1
+	done
+	[ "$(grep -c "^start .* gen=$g " "$PM_LOG")" = 4 ]
+}
+ran_on() { grep -q "^start rank=$1 gen=$2 node=$3 " "$PM_LOG"; }
+
+launch() { # env for the worker, as VAR=VALUE words
+	env "$@" PM_LOG="$PM_LOG" timeout 120 "${SRUN[@]}" "$WORKER" >"$W/out" 2>&1 &
+	SRUN_PID=$!
+	wait_until 30 started 4
+}
+
+@test "spares: srun refuses --procmgr-spares without --no-kill, before anything starts" {
+	run timeout 30 srun -N$N --ntasks-per-node=1 --procmgr-spares=2 --procmgr-restart=on-failure \
+		"$WORKER"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--procmgr-spares=2 needs srun --no-kill"* ]]
+	[ "$(count start)" = 0 ]
+	run timeout 30 srun --no-kill -N$N --ntasks-per-node=1 --procmgr-spares=2 "$WORKER"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--procmgr-spares=2 needs restarts"* ]]
+	run timeout 30 srun --no-kill -N$N -n8 --procmgr-spares=$N --procmgr-restart=on-failure "$WORKER"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"needs more than $N nodes"* ]]
+	[ "$(count start)" = 0 ]
+}
+
+@test "spares: ranks run on the active nodes only, WORLD_SIZE counts them, spares run nothing" {
+	run env RUN=0 PM_LOG="$PM_LOG" timeout 60 "${SRUN[@]}" "$WORKER"
+	echo "$output"; cat "$PM_LOG"
+	[ "$status" -eq 0 ]
+	gen_ranks_once 0
+	for r in 0 1 2 3; do ran_on $r 0 "$PM_TESTBED_PREFIX$((r + 1))"; done
+	grep -q "world=4 " "$PM_LOG"
+	! grep -q "node=${PM_TESTBED_PREFIX}[56] " "$PM_LOG"
+	grep -q "master=${PM_TESTBED_PREFIX}1:" "$PM_LOG"
+}
+
+@test "spares: a crashed node's rank moves to a spare, every rank runs again together" {
+	launch RUN=8
+	crash 2
+	wait_until 30 gen_ranks_once 1
+	wait $SRUN_PID || rc=$?
+	show
+	echo "srun returned ${rc:-0}"
+	gen_ranks_once 1
+	ran_on 2 1 "${PM_TESTBED_PREFIX}5"
+	ran_on 0 1 "${PM_TESTBED_PREFIX}1"
+	grep -q "lost node ${PM_TESTBED_PREFIX}3 (.*); its rank 2 move to spare ${PM_TESTBED_PREFIX}5" "$W/out"
+	grep -q "^${PM_TESTBED_PREFIX}3$" "$STATE"/*/0.exclude
+	job=$(last_job)
+	events "$job" 0 | grep -q '"event":"node_replaced".*"node":"'"${PM_TESTBED_PREFIX}3"'","spare":"'"${PM_TESTBED_PREFIX}5"'"'
+}
