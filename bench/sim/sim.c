@@ -31,6 +31,8 @@ static struct obs {
 	uint64_t *last_stop;
 	int *started;
 	uint64_t ev_launch, ev_lost, ev_end, t_fault, last_end, last_spawn;
+	uint64_t ev_replaced, ev_root_moved, t_recovered;
+	int gen_recovered, world;
 	int ended;
 	const char *end_event;
 	bool counting;
@@ -124,6 +126,19 @@ static uint64_t munge_op(struct sim *s, uint64_t t)
 	return s->munge[best];
 }
 
+/* Whether node is in the subtree cut off by a partition. */
+static bool inside(const struct sim *s, int node)
+{
+	while (node > s->cut)
+		node = pm_tree_parent(node, s->p.fanout);
+	return node == s->cut;
+}
+
+static bool severed(const struct sim *s, int a, int b)
+{
+	return s->cut >= 0 && inside(s, a) != inside(s, b);
+}
+
 /* ---- what ops.c asks of the world ---- */
 
 static void count(struct sim_count *c, bool out, size_t bytes)
@@ -161,16 +176,14 @@ void sim_send(struct sim *s, int kind, int to, const struct pm_msg *m)
 	if (s->cur == s->interior)
 		count(&s->c_interior, true, (size_t)len);
 	t = s->cursor + NS(s->p.hop_us) + jitter(s, s->p.jitter_us);
+	if (severed(s, s->cur, to))
+		return;
 	if (kind == EV_UP) {
 		struct sim_node *n = &s->n[s->cur];
-		if (n->cut)
-			return;
 		t = n->last_up = max64(t, n->last_up);
 		push(s, t, EV_UP, to, s->cur, f, (size_t)len);
 	} else {
 		struct sim_node *n = &s->n[to];
-		if (n->cut)
-			return;
 		t = n->last_down = max64(t, n->last_down);
 		push(s, t, EV_DOWN, to, s->cur, f, (size_t)len);
 	}
@@ -202,8 +215,12 @@ void sim_root_event(struct sim *s, const char *name, const char *fields)
 		o.ev_stopped[g] = t;
 	else if (!strcmp(name, "start") && g >= 0 && g < o.ngen)
 		o.ev_start[g] = t;
-	else if (!strcmp(name, "node_lost"))
+	else if (!strcmp(name, "node_lost") && !o.ev_lost)
 		o.ev_lost = t;
+	else if (!strcmp(name, "node_replaced") && !o.ev_replaced)
+		o.ev_replaced = t;
+	else if (!strcmp(name, "root_moved") && !o.ev_root_moved)
+		o.ev_root_moved = t;
 	if (!strcmp(name, "finish") || !strcmp(name, "give_up")) {
 		o.ev_end = t;
 		o.end_event = !strcmp(name, "finish") ? "finish" : "give_up";
@@ -247,8 +264,11 @@ static void sup_msg(struct sim *s, int node, int lrank, const struct pm_msg *m, 
 			int g = (int)m->gen;
 			if (!o.started[g]++)
 				o.first_start[g] = cur;
-			o.last_start[g] = max64(o.last_start[g], cur);
-			if (o.started[g] == s->p.nodes * s->p.rpn)
+			/* A generation started again (a root that took over) is not
+			 * the first one's end. */
+			if (o.started[g] <= o.world)
+				o.last_start[g] = max64(o.last_start[g], cur);
+			if (o.started[g] == o.world)
 				all_started(s, g, o.last_start[g]);
 		}
 		break;
@@ -286,10 +306,15 @@ static void all_started(struct sim *s, int g, uint64_t t)
 {
 	if (g == 1)
 		o.counting = false;
-	if (g < s->p.trials)
+	if (g < s->p.trials) {
 		push(s, settle(s, t), EV_SCENARIO, 0, SC_FAIL, NULL, 0);
-	else if (!strcmp(s->p.fault, "none") || !strcmp(s->p.fault, "slow"))
+	} else if (!strcmp(s->p.fault, "none") || !strcmp(s->p.fault, "slow") || o.t_fault) {
+		if (o.t_fault && !o.t_recovered) {
+			o.t_recovered = t; /* with spares: every rank runs again */
+			o.gen_recovered = g;
+		}
 		push(s, settle(s, t), EV_SCENARIO, 0, SC_FINISH, NULL, 0);
+	}
 	else
 		push(s, settle(s, t), EV_SCENARIO, 0, SC_FAULT, NULL, 0);
 }
@@ -315,10 +340,15 @@ static void lose_links(struct sim *s, int x, uint64_t t, bool silent, bool child
 		return; /* nobody ever notices: what liveness off means */
 	if (parent && x > 0)
 		push(s, silent ? detect(s, t) : t + NS(s->p.hop_us), EV_CHILD_LOST,
-		     pm_tree_parent(x, s->p.fanout), x, NULL, 0);
+		     s->n[x].parent, x, NULL, 0);
 	for (i = 0; children && i < nc; i++)
 		push(s, silent ? detect(s, t) : t + NS(s->p.hop_us), EV_PARENT_LOST, first + i, 0,
 		     NULL, 0);
+	/* Those that came to it after a loss (spares) */
+	for (i = 0; children && i < s->p.nodes; i++)
+		if (s->n[i].parent == x && pm_tree_parent(i, s->p.fanout) != x)
+			push(s, silent ? detect(s, t) : t + NS(s->p.hop_us), EV_PARENT_LOST, i, 0,
+			     NULL, 0);
 }
 
 static void fault(struct sim *s, uint64_t t)
@@ -331,12 +361,12 @@ static void fault(struct sim *s, uint64_t t)
 		s->n[x].dead = true;
 		lose_links(s, x, t, false, true, true);
 	} else if (!strcmp(f, "silent")) {
-		s->n[x].dead = true;
+		s->n[x].dead = s->n[x].silent = true;
 		lose_links(s, x, t, true, true, true);
 	} else if (!strcmp(f, "partition")) {
-		s->n[x].cut = true;
+		s->cut = x;
 		if (s->p.peer_timeout_ms) {
-			push(s, detect(s, t), EV_CHILD_LOST, pm_tree_parent(x, s->p.fanout), x, NULL, 0);
+			push(s, detect(s, t), EV_CHILD_LOST, s->n[x].parent, x, NULL, 0);
 			push(s, detect(s, t), EV_PARENT_LOST, x, 0, NULL, 0);
 		}
 	}
@@ -344,7 +374,7 @@ static void fault(struct sim *s, uint64_t t)
 
 static void scenario(struct sim *s, int what, uint64_t t)
 {
-	int i, last = s->p.nodes - 1;
+	int i, last = s->p.nodes - s->p.spares - 1; /* the last that runs ranks */
 
 	switch (what) {
 	case SC_FAIL: {
@@ -363,7 +393,7 @@ static void scenario(struct sim *s, int what, uint64_t t)
 			if (s->sup[i].running) {
 				s->sup[i].running = false;
 				sup_send(s, i / s->p.rpn, i % s->p.rpn, t, PM_MSG_RANK_EXIT,
-					 (uint32_t)s->p.trials, 0);
+					 (uint32_t)(o.t_fault ? o.gen_recovered : s->p.trials), 0);
 			}
 		break;
 	case SC_FAULT:
@@ -472,8 +502,78 @@ static void handle(struct sim *s, struct sim_ev *e)
 		break;
 	case EV_PARENT_LOST:
 		begin(s, e->node, e->t);
-		sim_gen_parent_lost(s, "procmgr: lost the connection to the parent; ending the step");
+		if (s->p.spares && n->parent_ok && !sim_gen_terminal(s, e->node)) {
+			n->parent_ok = false;
+			sim_gen_attach_start(s, "lost its parent");
+			push(s, s->cursor, EV_ATTACH, e->node, 0, NULL, 0);
+		} else {
+			sim_gen_parent_lost(s, "procmgr: lost the connection to the parent; "
+					    "ending the step");
+		}
 		end(s);
+		break;
+	case EV_ATTACH: {
+		int c;
+		if (sim_gen_terminal(s, e->node))
+			break;
+		if (n->next >= n->ncand) {
+			begin(s, e->node, e->t);
+			sim_gen_attach_none(s, "no other node above answered");
+			end(s);
+			break;
+		}
+		c = n->cand[n->next++];
+		n->parent = c;
+		n->parent_ok = n->joined = false;
+		if (s->n[c].dead && !s->n[c].silent) {
+			/* its address answers, nobody listens: refused at once */
+			push(s, e->t + NS(2 * s->p.hop_us), EV_ATTACH, e->node, 0, NULL, 0);
+			break;
+		}
+		/* attach.c: peer timeout / 3, at least 1 s, for an answer */
+		push(s, e->t + (uint64_t)(s->p.peer_timeout_ms / 3 < 1000 ? 1000 :
+					  s->p.peer_timeout_ms / 3) * 1000000,
+		     EV_ATTACH_TIMEOUT, e->node, (int)++n->attach_arm, NULL, 0);
+		if (s->n[c].dead || severed(s, e->node, c))
+			break;
+		begin(s, e->node, e->t + NS(2 * s->p.hop_us));
+		s->cursor = munge_op(s, s->cursor) + NS(s->p.op_us);
+		end(s);
+		push(s, s->cursor + NS(s->p.hop_us), EV_ATTACH_HELLO, c, e->node, NULL, 0);
+		break;
+	}
+	case EV_ATTACH_HELLO: {
+		int child = e->arg;
+		begin(s, e->node, e->t);
+		s->cursor = munge_op(s, s->cursor);
+		s->cursor = munge_op(s, s->cursor);
+		s->cursor += NS(s->p.op_us);
+		if (s->n[child].parent != e->node || sim_gen_child_hello(s, child) < 0) {
+			push(s, s->cursor + NS(s->p.hop_us), EV_ATTACH_ANSWER, child, 0, NULL, 0);
+		} else {
+			s->n[child].last_down = max64(s->cursor + NS(s->p.hop_us),
+						      s->n[child].last_down);
+			push(s, s->n[child].last_down, EV_ATTACH_ANSWER, child, 1, NULL, 0);
+			sim_gen_child_joined(s, child);
+		}
+		end(s);
+		break;
+	}
+	case EV_ATTACH_ANSWER:
+		n->attach_arm++;
+		if (!e->arg) {
+			push(s, e->t, EV_ATTACH, e->node, 0, NULL, 0);
+			break;
+		}
+		begin(s, e->node, e->t);
+		s->cursor = munge_op(s, s->cursor);
+		sim_gen_parent_ok(s);
+		sim_gen_parent_changed(s);
+		end(s);
+		break;
+	case EV_ATTACH_TIMEOUT:
+		if ((uint32_t)e->arg == n->attach_arm)
+			push(s, e->t, EV_ATTACH, e->node, 0, NULL, 0);
 		break;
 	}
 }
@@ -508,12 +608,14 @@ static void usage(FILE *to)
 		"  [--exec-us US] [--cred-us US] [--spawn-us US] [--settle-ms MS] [--cores C]\n"
 		"  [--munge-threads M] [--fleet] [--peer-timeout-ms MS] [--slow NODE:FACTOR]\n"
 		"  [--fault none|crash|silent|partition|slow|root|replace] [--fault-node I]\n"
-		"  [--seed S]\n"
+		"  [--spares S] [--seed S]\n"
 		"N 2..16777216, K 2..1024 (procmgrd's range), R >= 1; --cores 0 and\n"
 		"--munge-threads 0 (the defaults) give every process its own CPU and every\n"
 		"node its own munged, as on a cluster; the harness's machine is --cores 2\n"
 		"--munge-threads 2 --fleet. Faults happen after the trials' restarts, on\n"
-		"--fault-node (default: the last node; partition: node 1, root: node 0).\n");
+		"--fault-node (default: the last node that runs ranks; partition: node 1's\n"
+		"subtree; root: node 0). With --spares S the last S nodes are spares and a\n"
+		"lost node is replaced (replace: crash with at least one spare).\n");
 }
 
 static int parse(struct sim_params *p, int argc, char **argv)
@@ -526,6 +628,7 @@ static int parse(struct sim_params *p, int argc, char **argv)
 		{ "settle-ms", 1, 0, 9 }, { "cores", 1, 0, 10 }, { "munge-threads", 1, 0, 11 },
 		{ "fleet", 0, 0, 12 }, { "peer-timeout-ms", 1, 0, 13 }, { "slow", 1, 0, 14 },
 		{ "fault", 1, 0, 15 }, { "fault-node", 1, 0, 16 }, { "seed", 1, 0, 17 },
+		{ "spares", 1, 0, 18 },
 		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	static const char *const faults[] = { "none", "crash", "silent", "partition", "slow",
@@ -566,6 +669,7 @@ static int parse(struct sim_params *p, int argc, char **argv)
 		case 15: p->fault = optarg; break;
 		case 16: p->fault_node = atoi(optarg); break;
 		case 17: p->seed = strtoull(optarg, NULL, 10); break;
+		case 18: p->spares = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -580,15 +684,20 @@ static int parse(struct sim_params *p, int argc, char **argv)
 		usage(stderr);
 		return -1;
 	}
-	if (!strcmp(p->fault, "replace")) {
-		/* The scenario is kept for when the state machine has spares. */
-		fprintf(stderr, "pm-sim: --fault replace: node replacement is not in this build's "
-			"state machine (no spares); a lost node ends the step (--fault crash)\n");
+	if (p->spares < 0 || p->spares >= p->nodes) {
+		fprintf(stderr, "pm-sim: --spares %d: 0..%d (at least one node runs ranks)\n",
+			p->spares, p->nodes - 1);
 		return -1;
+	}
+	if (!strcmp(p->fault, "replace")) {
+		/* A crashed node, replaced by a spare. */
+		if (!p->spares)
+			p->spares = 1;
+		p->fault = "crash";
 	}
 	if (p->fault_node < 0)
 		p->fault_node = !strcmp(p->fault, "root") ? 0 :
-				!strcmp(p->fault, "partition") ? 1 : p->nodes - 1;
+				!strcmp(p->fault, "partition") ? 1 : p->nodes - p->spares - 1;
 	if (!strcmp(p->fault, "slow") && p->slow_node < 0) {
 		p->slow_node = 1;
 		p->slow_factor = 100;
@@ -634,7 +743,9 @@ int main(int argc, char **argv)
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	s.rng = s.p.seed * 0x9e3779b97f4a7c15ull + 1;
-	o.ngen = s.p.trials + 1;
+	o.ngen = s.p.trials + 3;
+	o.world = (s.p.nodes - s.p.spares) * s.p.rpn;
+	s.cut = -1;
 	o.t_fail = calloc((size_t)o.ngen, sizeof(uint64_t));
 	o.ev_failed = calloc((size_t)o.ngen, sizeof(uint64_t));
 	o.ev_stopped = calloc((size_t)o.ngen, sizeof(uint64_t));
@@ -675,12 +786,13 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &w1);
 
-	printf("{\"nodes\":%d,\"fanout\":%d,\"ranks_per_node\":%d,\"fault\":\"%s\","
+	printf("{\"nodes\":%d,\"fanout\":%d,\"ranks_per_node\":%d,\"spares\":%d,"
+	       "\"fault\":\"%s\","
 	       "\"model\":{\"hop_us\":%g,\"jitter_us\":%g,\"op_us\":%g,\"rank_hop_us\":%g,"
 	       "\"sup_us\":%g,\"exec_us\":%g,\"cred_us\":%g,\"spawn_us\":%g,\"cores\":%d,"
 	       "\"munge_threads\":%d,\"fleet\":%s,\"peer_timeout_ms\":%u,\"slow\":\"%d:%g\","
 	       "\"seed\":%llu}",
-	       s.p.nodes, s.p.fanout, s.p.rpn, s.p.fault, s.p.hop_us, s.p.jitter_us, s.p.op_us,
+	       s.p.nodes, s.p.fanout, s.p.rpn, s.p.spares, s.p.fault, s.p.hop_us, s.p.jitter_us, s.p.op_us,
 	       s.p.rank_hop_us, s.p.sup_us, s.p.exec_us, s.p.cred_us, s.p.spawn_us, s.p.cores,
 	       s.p.munge_threads, s.p.fleet ? "true" : "false", s.p.peer_timeout_ms,
 	       s.p.slow_node, s.p.slow_factor, (unsigned long long)s.p.seed);
@@ -704,8 +816,12 @@ int main(int argc, char **argv)
 	printf(",\"end_event\":\"%s\"", o.end_event ? o.end_event : "none");
 	if (strcmp(s.p.fault, "none") && strcmp(s.p.fault, "slow"))
 		printf(",\"fault_node\":%d,\"fault_to_root_ms\":%.3f,\"fault_to_end_ms\":%.3f,"
-		       "\"ranks_told_end\":%d", s.p.fault_node, ms(o.ev_lost ? o.ev_lost : o.ev_end,
-		       o.t_fault), ms(o.last_end, o.t_fault), o.ended);
+		       "\"ranks_told_end\":%d,\"fault_to_replaced_ms\":%.3f,"
+		       "\"fault_to_root_moved_ms\":%.3f,\"fault_to_all_running_ms\":%.3f",
+		       s.p.fault_node, ms(o.ev_lost ? o.ev_lost : o.ev_end, o.t_fault),
+		       ms(o.last_end, o.t_fault), o.ended,
+		       ms(o.ev_replaced, o.t_fault), ms(o.ev_root_moved, o.t_fault),
+		       ms(o.t_recovered, o.t_fault));
 	printf(",\"per_restart\":{\"interior_node\":%d", s.interior);
 	print_count("root", &s.c_root);
 	print_count("interior", &s.c_interior);

@@ -25,10 +25,14 @@ enum sim_kind {
 	EV_CHILD_LOST, /* at the parent: child arg is lost */
 	EV_PARENT_LOST,/* at the child: the parent is lost */
 	EV_SCENARIO,   /* the scenario's next step (arg: which) */
+	EV_ATTACH,     /* a node whose parent is lost asks its next candidate */
+	EV_ATTACH_HELLO, /* at candidate node: HELLO from arg, whose parent was lost */
+	EV_ATTACH_ANSWER, /* at the child: arg 1 WELCOME, 0 refused */
+	EV_ATTACH_TIMEOUT, /* arg: its arming */
 };
 
 struct sim_params {
-	int nodes, fanout, rpn, trials;
+	int nodes, fanout, rpn, trials, spares;
 	/* microseconds */
 	double hop_us, jitter_us;   /* one way between procmgrd; jitter: exponential mean */
 	double op_us;               /* procmgrd CPU per frame in or out */
@@ -51,10 +55,13 @@ struct sim_params {
 struct sim_node {
 	struct pm_gen g;
 	uint64_t busy; /* ns: its CPU is free from then */
-	uint32_t delay_arm, stop_arm;
+	uint32_t delay_arm, stop_arm, attach_arm;
+	int parent;    /* now: -1 for the root */
+	int *cand;     /* attaching: the candidates (attach.c), next to ask */
+	int ncand, next;
 	unsigned retry_ms;
 	uint64_t last_up, last_down; /* TCP keeps a link's order */
-	bool started, joined /* at its parent */, parent_ok, dead, cut /* from its parent */;
+	bool started, joined /* at its parent */, parent_ok, dead, silent /* dead, no RST */;
 	uint8_t *pend; /* frames for the parent before its WELCOME */
 	uint32_t pend_len;
 };
@@ -80,6 +87,7 @@ struct sim {
 	uint64_t *munge;  /* when each munged thread is free */
 	uint64_t rng;
 	int interior;     /* a node with children other than the root */
+	int cut;          /* partitioned: the subtree of this node is cut off; -1 none */
 	struct sim_count c_root, c_interior;
 	uint64_t events;
 };
@@ -89,7 +97,11 @@ int sim_node_init(struct sim *s, int node);
 void sim_node_free(struct sim *s, int node);
 /* Inputs, each at s->cur at time s->cursor. */
 void sim_gen_local_ready(struct sim *s);
+int sim_gen_child_hello(struct sim *s, int child);
 void sim_gen_child_joined(struct sim *s, int child);
+void sim_gen_attach_start(struct sim *s, const char *why);
+void sim_gen_attach_none(struct sim *s, const char *why);
+void sim_gen_parent_changed(struct sim *s);
 void sim_gen_parent_ok(struct sim *s);
 int sim_gen_from_child(struct sim *s, int child, const uint8_t *frame, size_t len);
 int sim_gen_from_parent(struct sim *s, const uint8_t *frame, size_t len);
