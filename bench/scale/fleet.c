@@ -5,9 +5,11 @@
  * no process behind it: the times it reports are the protocol's alone,
  * without fork/exec of ranks. With 3 processes per node (procmgrd,
  * procmgr-rank, the command) pid_max is the limit near 10,000 nodes; here
- * it is one per node.
+ * it is one per node. With SPARES the last SPARES nodes' ranks idle until
+ * one takes a lost node's place; a generation has started when the
+ * ranks of the other nodes have.
  *
- *   pm-scale-fleet DIR NODES RANKS_PER_NODE TRIALS SETTLE_MS PING_MS END
+ *   pm-scale-fleet DIR NODES RANKS_PER_NODE TRIALS SETTLE_MS PING_MS END [SPARES]
  *
  * Node i's socket is DIR/i/sock. After every rank has started generation
  * g, and SETTLE_MS later, the last rank fails (RANK_EXIT, exit status 1),
@@ -43,7 +45,7 @@ struct sup {
 struct fleet {
 	struct pm_loop loop;
 	const char *dir;
-	int nodes, rpn, total, trials, end_finish;
+	int nodes, rpn, total, world, trials, end_finish;
 	unsigned settle_ms, ping_ms;
 	struct sup *s;
 	int connected, ended;
@@ -102,7 +104,7 @@ static void on_start(struct fleet *f, struct sup *u, uint32_t gen)
 	if (f->started++ == 0)
 		f->start_first = t;
 	f->start_last = t;
-	if (f->started < f->total)
+	if (f->started < f->world)
 		return;
 	say("started %u %.6f %.6f", gen, f->start_first, f->start_last);
 	if ((int)gen < f->trials || f->end_finish)
@@ -220,9 +222,9 @@ static void settle(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	pm_msg_init(&m, PM_MSG_RANK_EXIT);
 	m.gen = f->gen;
 	if ((int)f->gen < f->trials) {
-		struct sup *u = &f->s[f->total - 1];
+		struct sup *u = &f->s[f->world - 1];
 		f->stops = 0;
-		f->stops_wanted = f->total - 1;
+		f->stops_wanted = f->world - 1;
 		m.status = 1 << 8; /* a wait status: exit code 1 */
 		u->running = false;
 		say("fail %u %d %.6f", f->gen, u->grank, pm_wall_s());
@@ -258,7 +260,8 @@ static int add_timer(struct fleet *f, struct pm_watch *w, pm_io_fn fn)
 static int usage(void)
 {
 	fprintf(stderr, "usage: pm-scale-fleet DIR NODES RANKS_PER_NODE TRIALS SETTLE_MS "
-		"PING_MS finish|hold\n  NODES >= 1, RANKS_PER_NODE >= 1, TRIALS >= 0\n");
+		"PING_MS finish|hold [SPARES]\n  NODES >= 1, RANKS_PER_NODE >= 1, TRIALS >= 0, "
+		"0 <= SPARES < NODES\n");
 	return 2;
 }
 
@@ -267,7 +270,7 @@ int main(int argc, char **argv)
 	static struct fleet f; /* the loop first: on_msg finds f from c->loop */
 	int i;
 
-	if (argc != 8)
+	if (argc != 8 && argc != 9)
 		return usage();
 	f.dir = argv[1];
 	f.nodes = atoi(argv[2]);
@@ -280,6 +283,9 @@ int main(int argc, char **argv)
 	    (!f.end_finish && strcmp(argv[7], "hold")))
 		return usage();
 	f.total = f.nodes * f.rpn;
+	f.world = argc == 9 ? (f.nodes - atoi(argv[8])) * f.rpn : f.total;
+	if (f.world < f.rpn || f.world > f.total)
+		return usage();
 	f.gen = (uint32_t)-1;
 	f.s = calloc((size_t)f.total, sizeof(*f.s));
 	if (!f.s || pm_loop_init(&f.loop)) {
