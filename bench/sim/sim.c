@@ -676,13 +676,23 @@ static int parse(struct sim_params *p, int argc, char **argv)
 	}
 	for (i = 0, ok = 0; i < (int)(sizeof(faults) / sizeof(faults[0])); i++)
 		ok |= !strcmp(p->fault, faults[i]);
-	if (optind < argc || p->nodes < 2 || p->nodes > (1 << 24) || p->fanout < 2 ||
-	    p->fanout > 1024 || p->rpn < 1 || p->trials < 1 || p->trials > 64 || p->cores < 0 ||
-	    p->munge_threads < 0 || !ok || p->hop_us < 0 || p->op_us < 0) {
-		fprintf(stderr, "pm-sim: bad arguments (trials 1..64, times >= 0, fault one of "
-			"none crash silent partition slow root replace)\n");
-		usage(stderr);
-		return -1;
+	{
+		const char *bad = optind < argc ? "an argument that is not an option" :
+			p->nodes < 2 || p->nodes > (1 << 24) ? "--nodes (2..16777216)" :
+			p->fanout < 2 || p->fanout > 1024 ? "--fanout (2..1024)" :
+			p->rpn < 1 ? "--ranks-per-node (>= 1)" :
+			p->trials < 1 || p->trials > 64 ? "--trials (1..64)" :
+			p->cores < 0 ? "--cores (>= 0)" :
+			p->munge_threads < 0 ? "--munge-threads (>= 0)" :
+			!ok ? "--fault (none crash silent partition slow root replace)" :
+			p->hop_us < 0 || p->jitter_us < 0 || p->op_us < 0 || p->rank_hop_us < 0 ||
+			p->sup_us < 0 || p->exec_us < 0 || p->cred_us < 0 || p->spawn_us < 0 ||
+			p->settle_ms < 0 ? "a time (each >= 0)" : NULL;
+		if (bad) {
+			fprintf(stderr, "pm-sim: bad %s\n", bad);
+			usage(stderr);
+			return -1;
+		}
 	}
 	if (p->spares < 0 || p->spares >= p->nodes) {
 		fprintf(stderr, "pm-sim: --spares %d: 0..%d (at least one node runs ranks)\n",
