@@ -300,8 +300,8 @@ size_t sim_gen_bytes(const struct sim *s, int node)
 
 	b = sizeof(*g) + (size_t)(g->cf.ntasks_local ? g->cf.ntasks_local : 1) *
 	    sizeof(*g->ranks) + (size_t)g->kids_cap * sizeof(*g->kids);
-	if (g->cf.spares) /* spares.c: O(N) per node */
-		b += (size_t)g->nactive * sizeof(int) + n * (sizeof(int) * 2 + sizeof(bool) +
-							 sizeof(*g->repl));
+	if (g->cf.spares) /* spares.c: 5 bytes a node, and the lists of the lost */
+		b += (size_t)g->nactive * sizeof(int) + n * (sizeof(int) + sizeof(bool)) +
+		     (size_t)g->xcap * sizeof(int) + (size_t)g->repl_cap * sizeof(*g->repl);
 	return b;
 }

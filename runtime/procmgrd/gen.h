@@ -133,9 +133,9 @@ struct pm_gen {
 	int nactive;                 /* slots: nnodes - spares */
 	int *slot_node, *node_slot;  /* node_slot -1: no slot (a spare, or lost) */
 	bool *excluded;              /* lost: out of the step for good */
-	int *xlist, nexcluded;       /* the same, in the order lost */
+	int *xlist, nexcluded, xcap; /* the same, in the order lost */
 	struct pm_repl *repl;        /* every replacement so far, in order */
-	int nrepl;
+	int nrepl, repl_cap;
 	bool electing;               /* root-elect: waiting for a majority */
 	char elect_why[PM_REPL_WHY]; /* why the root was lost */
 	uint32_t stop_flags;         /* of the next STOP: PM_FLAG_HUNG, stacks first */

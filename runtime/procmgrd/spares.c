@@ -76,10 +76,10 @@ int pm_gen_spares_init(struct pm_gen *g)
 	g->slot_node = calloc((size_t)g->nactive, sizeof(int));
 	g->node_slot = calloc((size_t)n, sizeof(int));
 	g->excluded = calloc((size_t)n, sizeof(bool));
-	g->xlist = calloc((size_t)n, sizeof(int));
-	/* A node is lost once: at most one replacement per node. */
-	g->repl = calloc((size_t)n, sizeof(*g->repl));
-	if (!g->slot_node || !g->node_slot || !g->excluded || !g->xlist || !g->repl)
+	/* The lists of the lost grow as nodes are lost (a few, by the spares'
+	 * count): at 100,000 nodes a list sized to the step would cost every
+	 * procmgrd megabytes. The per-node tables are 5 bytes a node. */
+	if (!g->slot_node || !g->node_slot || !g->excluded)
 		return -1;
 	for (i = 0; i < n; i++)
 		g->node_slot[i] = i < g->nactive ? i : -1;
@@ -163,6 +163,14 @@ void pm_gen_exclude(struct pm_gen *g, int node)
 
 	if (!pm_gen_spares(g) || node < 0 || node >= g->cf.nnodes || g->excluded[node])
 		return;
+	if (g->nexcluded == g->xcap) {
+		int cap = g->xcap ? g->xcap * 2 : 8;
+		int *x = realloc(g->xlist, (size_t)cap * sizeof(*x));
+		if (!x)
+			return; /* not counted out: the stop deadline finds it */
+		g->xlist = x;
+		g->xcap = cap;
+	}
 	g->excluded[node] = true;
 	g->xlist[g->nexcluded++] = node;
 	i = pm_gen_kid_index(g, node);
@@ -180,8 +188,14 @@ void pm_gen_apply_repl(struct pm_gen *g, const struct pm_repl *r)
 	for (i = 0; i < g->nrepl; i++)
 		if (g->repl[i].lost == r->lost)
 			return; /* said again to a node that came late */
-	if (g->nrepl >= g->cf.nnodes)
-		return;
+	if (g->nrepl == g->repl_cap) {
+		int cap = g->repl_cap ? g->repl_cap * 2 : 4;
+		struct pm_repl *x = realloc(g->repl, (size_t)cap * sizeof(*x));
+		if (!x)
+			return;
+		g->repl = x;
+		g->repl_cap = cap;
+	}
 	g->repl[g->nrepl++] = *r;
 	pm_gen_exclude(g, r->lost);
 	if (r->lost >= 0 && r->lost < g->cf.nnodes)
