@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -132,6 +133,8 @@ int pm_client_target(unsigned job, unsigned step, struct pm_target *t, char *why
 		return -1;
 	}
 	snprintf(t->root, sizeof(t->root), "%s", names[0]);
+	for (t->ncand = 0; t->ncand < n && t->ncand < PM_CLIENT_CANDIDATES; t->ncand++)
+		snprintf(t->cand[t->ncand], sizeof(t->cand[0]), "%s", names[t->ncand]);
 	t->nnodes = n;
 	pm_hostlist_free(names, n);
 	/* The plugin's port: the first of Slurm's reserved ones (plugin/node.c). */
@@ -232,9 +235,11 @@ static int send_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char *args,
-		  unsigned timeout_ms, pm_answer_fn fn, void *arg, struct pm_msg *end,
-		  char *why, size_t len)
+/* One node asked; *next set when another node should be asked instead
+ * (this one is unreachable, or not the root). */
+static int ask_one(const struct pm_target *t, enum pm_query_kind kind, const char *args,
+		   unsigned timeout_ms, pm_answer_fn fn, void *arg, struct pm_msg *end,
+		   char *why, size_t len, bool *next)
 {
 	struct pm_request r = { .kind = kind, .job = t->job, .step = t->step };
 	char payload[PM_REQ_MAX], err[256], *cred = NULL;
@@ -255,6 +260,7 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 		return -1;
 	}
 	fd = dial(t, timeout_ms, why, len);
+	*next = fd < 0;
 	m = malloc(sizeof(*m));
 	buf = malloc(cap);
 	if (fd < 0 || !m || !buf)
@@ -278,6 +284,7 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 			have -= (size_t)n;
 			if (m->type == PM_MSG_REFUSED) {
 				snprintf(why, len, "%s", m->text);
+				*next = strstr(m->text, "is not the step's root") != NULL;
 				goto out;
 			}
 			if (m->type == PM_MSG_ANSWER_END) {
@@ -321,6 +328,29 @@ out:
 	free(cred);
 	free(buf);
 	free(m);
+	return rc;
+}
+
+int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char *args,
+		  unsigned timeout_ms, pm_answer_fn fn, void *arg, struct pm_msg *end,
+		  char *why, size_t len)
+{
+	struct pm_target one = *t;
+	char first[512] = "";
+	bool next = false;
+	int i, rc = -1;
+
+	for (i = 0; i < (t->ncand ? t->ncand : 1); i++) {
+		if (t->ncand)
+			snprintf(one.root, sizeof(one.root), "%s", t->cand[i]);
+		rc = ask_one(&one, kind, args, timeout_ms, fn, arg, end, why, len, &next);
+		if (!i)
+			snprintf(first, sizeof(first), "%s", why);
+		if (rc >= 0 || !next)
+			return rc;
+	}
+	/* Nobody answered as the root: what node 0 said is the news. */
+	snprintf(why, len, "%s", first);
 	return rc;
 }
 

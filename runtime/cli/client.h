@@ -10,9 +10,15 @@
 #include "common/request.h"
 #include "common/wire.h"
 
+#define PM_CLIENT_CANDIDATES 33 /* node 0 and the root's children at fanout 32 */
+
 struct pm_target {
 	unsigned job, step;
-	char root[256];   /* the step's node 0 */
+	char root[256];   /* the node asked: the step's node 0 first */
+	/* With spares the root may have moved to one of the root's children:
+	 * the first nodes of the step, asked in turn. */
+	char cand[PM_CLIENT_CANDIDATES][256];
+	int ncand;
 	unsigned port;    /* its control port */
 	int nnodes;
 	char munge_socket[1024];

@@ -491,9 +491,10 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 	c->on_msg = client_msg;
 	c->on_close = client_closed;
 	c->id = -2;
-	if (s->node != 0) {
-		snprintf(err, sizeof(err), "procmgr: node %s is not the step's root; ask node %s",
-			 s->names[s->node], s->names[0]);
+	if (!s->gen.root || s->gen.electing) {
+		/* With spares the root may have moved: the CLI asks the next. */
+		snprintf(err, sizeof(err), "procmgr: node %s is not the step's root",
+			 s->names[s->node]);
 		goto refuse;
 	}
 	if (admit(s, m, &r, &uid, err, sizeof(err))) {

@@ -192,6 +192,12 @@ EOF
 @test "spares: losing node 0 moves the root and MASTER_ADDR, and the step goes on" {
 	launch RUN=8
 	crash 0
+	wait_until 40 gen_ranks_once 1 || { show; false; }
+	# procmgr status finds the new root (node 0 is gone).
+	run timeout 20 "$PROCMGR" status "$(last_job).0"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *"generation 1"* ]]
 	recovered
 	ran_on 0 1 "${PM_TESTBED_PREFIX}5"
 	grep -q "^start rank=1 gen=1 .* master=${PM_TESTBED_PREFIX}5:" "$PM_LOG"
