@@ -50,7 +50,10 @@ void pm_gate_refused(struct pm_step *s, const char *why)
 
 bool pm_gate_full(const struct pm_step *s)
 {
-	return s->npending >= s->nchildren + PM_GATE_EXTRA;
+	/* With spares a lost node's children (or the root's) come here too. */
+	int expect = s->nchildren + (s->opts.spares ? s->fanout : 0);
+
+	return s->npending >= expect + PM_GATE_EXTRA;
 }
 
 int pm_gate_add(struct pm_step *s, struct pm_conn *c)
