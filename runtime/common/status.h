@@ -13,7 +13,8 @@ struct pm_st_node {
 	int node;
 	char name[PM_ST_WORD];
 	char phase[16]; /* procmgrd's: starting running stopping delay finished aborted,
-			 * or "absent" (never joined) / "lost" (its link went away) */
+			 * "spare" (a hot spare in reserve), or "absent" (never
+			 * joined) / "lost" (its link went away) */
 	unsigned gen;
 	int ranks;      /* local ranks */
 	char health[16]; /* ok, failed, unknown */

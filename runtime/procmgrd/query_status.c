@@ -85,7 +85,10 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	int i;
 
 	snprintf(n.name, sizeof(n.name), "%s", s->names[s->node]);
-	snprintf(n.phase, sizeof(n.phase), "%s", pm_phase_name(s->gen.phase));
+	/* A hot spare in reserve says so, whatever the step's phase. */
+	snprintf(n.phase, sizeof(n.phase), "%s",
+		 s->opts.spares && s->gen.node_slot && s->gen.node_slot[s->node] < 0 &&
+				 !pm_gen_terminal(&s->gen) ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
