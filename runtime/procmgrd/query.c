@@ -498,10 +498,10 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 		goto refuse;
 	}
 	if (admit(s, m, &r, &uid, err, sizeof(err))) {
-		char tmp[sizeof(err)];
+		char tmp[sizeof(err) + 16];
 		pm_gate_refused(s, err);
 		snprintf(tmp, sizeof(tmp), "procmgr: %s", err);
-		snprintf(err, sizeof(err), "%s", tmp);
+		snprintf(err, sizeof(err), "%.*s", (int)sizeof(err) - 1, tmp);
 		goto refuse;
 	}
 	user_name(uid, who, sizeof(who));
@@ -526,7 +526,7 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 	case PM_Q_STOP:
 		if ((r.kind == PM_Q_RESTART ? pm_gen_request_restart : pm_gen_request_stop)(
 			    &s->gen, who, err, sizeof(err))) {
-			char tmp[sizeof(err)];
+			char tmp[sizeof(err) + 96];
 			snprintf(tmp, sizeof(tmp), "procmgr: cannot %s step %u.%u now: %s",
 				 pm_query_kind_name(r.kind), s->job, s->stepid, err);
 			end_to(s, c, 1, tmp);
