@@ -10,6 +10,8 @@
 int pm_loop_init(struct pm_loop *l)
 {
 	l->stop = false;
+	l->batch = NULL;
+	l->batch_n = 0;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	return l->epfd < 0 ? -1 : 0;
 }
@@ -28,8 +30,14 @@ int pm_loop_mod(struct pm_loop *l, struct pm_watch *w, uint32_t events)
 
 void pm_loop_del(struct pm_loop *l, struct pm_watch *w)
 {
+	int i;
+
 	if (w->fd >= 0)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	/* Its event may still wait in this batch, and w be freed after this. */
+	for (i = 0; i < l->batch_n; i++)
+		if (l->batch[i].data.ptr == w)
+			l->batch[i].data.ptr = NULL;
 }
 
 int pm_loop_run(struct pm_loop *l)
@@ -43,10 +51,14 @@ int pm_loop_run(struct pm_loop *l)
 				continue;
 			return -1;
 		}
+		l->batch = evs;
+		l->batch_n = n;
 		for (i = 0; i < n && !l->stop; i++) {
 			struct pm_watch *w = evs[i].data.ptr;
-			w->fn(l, w, evs[i].events);
+			if (w)
+				w->fn(l, w, evs[i].events);
 		}
+		l->batch_n = 0;
 	}
 	return 0;
 }

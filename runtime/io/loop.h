@@ -4,6 +4,7 @@
 #define PM_LOOP_H
 
 #include <stdbool.h>
+#include <sys/epoll.h>
 #include <stdint.h>
 
 #include "sys.h" /* the clocks the loop's users measure with */
@@ -21,6 +22,10 @@ struct pm_watch {
 struct pm_loop {
 	int epfd;
 	bool stop;
+	/* The batch being dispatched: a watch deleted (and maybe freed) by an
+	 * earlier callback of the batch is taken out of it (pm_loop_del). */
+	struct epoll_event *batch;
+	int batch_n;
 };
 
 int pm_loop_init(struct pm_loop *l);
