@@ -20,13 +20,15 @@ uninterrupted one would: same final loss, to the last bit.
 - rank 0 prints "final loss: X" at the end.
 
 For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
-at step S, once: the marker file says it has happened.
+at step S, once: the marker file says it has happened. With CRASH_HOW=wait
+it stands still there instead, for the test to crash its whole node.
 """
 import argparse
 import datetime
 import glob
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -122,6 +124,13 @@ def maybe_crash(step, rank):
             and str(step) == os.environ.get("CRASH_STEP")
             and not os.path.exists(marker)):
         open(marker, "w").close()
+        if os.environ.get("CRASH_HOW") == "wait":
+            # Stands still for its whole node to be crashed from outside
+            # (tests/integration/spares.bats): the others block in the
+            # next all-reduce, as with a machine that died mid-step.
+            log(f"waiting at step {step} for its node to crash (CRASH_HOW=wait)")
+            while True:
+                time.sleep(60)
         log(f"crashing at step {step} (CRASH_STEP)")
         # At once, as a real crash: no clean shutdown of the process group.
         os._exit(1)

@@ -63,7 +63,8 @@ static void give_up(struct pm_step *s)
 	snprintf(text, sizeof(text), "procmgr: lost node %s (%s) and no other node above "
 		 "answered; this node ends its part", pm_gen_node_name(&s->gen, s->parent_node),
 		 a->why);
-	pm_step_abort_local(s, text);
+	/* The rest of the step goes on without us: not a failure of the job. */
+	pm_gen_leave(&s->gen, text);
 	pm_step_over(s);
 }
 

@@ -381,14 +381,6 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 			pm_gen_leave(g, "procmgr: this spare node is out of the step");
 		return;
 	}
-	if (2 * (g->cf.nnodes - g->nexcluded - (pm_gen_excluded(g, node) ? 0 : 1)) <= g->cf.nnodes &&
-	    g->cf.nnodes > 2) {
-		pm_gen_apply_repl(g, &r);
-		snprintf(what, sizeof(what), "lost node %s (%s), and with it most of the step: "
-			 "this side may be the one cut off", name, why);
-		give_up_lost(g, what, lbl);
-		return;
-	}
 	r.spare = pm_gen_free_spare(g);
 	if (r.spare < 0 ||
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) != PM_DECIDE_RESTART) {
@@ -397,6 +389,14 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 		pm_gen_apply_repl(g, &r);
 		snprintf(what, sizeof(what), "generation %u: lost node %s (%s); %s", g->gen, name,
 			 why, spare < 0 ? "no spare left" : "no restart left");
+		give_up_lost(g, what, lbl);
+		return;
+	}
+	if (2 * (g->cf.nnodes - g->nexcluded - (pm_gen_excluded(g, node) ? 0 : 1)) <= g->cf.nnodes &&
+	    g->cf.nnodes > 2) {
+		pm_gen_apply_repl(g, &r);
+		snprintf(what, sizeof(what), "lost node %s (%s), and with it most of the step: "
+			 "this side may be the one cut off", name, why);
 		give_up_lost(g, what, lbl);
 		return;
 	}

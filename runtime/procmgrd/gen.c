@@ -209,7 +209,8 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 	struct pm_msg m;
 	int i;
 
-	if (pm_gen_terminal(g))
+	/* Said again to a node that came to a new parent: already running. */
+	if (pm_gen_terminal(g) || (g->phase == PM_PHASE_RUNNING && gen == g->gen))
 		return;
 	g->gen = gen;
 	g->phase = PM_PHASE_RUNNING;
@@ -719,8 +720,8 @@ void pm_gen_stop_timer(struct pm_gen *g)
 	if (g->stop_stage == 3) {
 		g->stop_stage = 0;
 		if (g->electing)
-			pm_gen_abort_local(g, "procmgr: lost the root and could not reach most of "
-					      "the step; this node ends its part");
+			pm_gen_leave(g, "procmgr: lost the root and could not reach most of the "
+					"step; this node ends its part");
 		return;
 	}
 	if (g->phase != PM_PHASE_STOPPING || !g->stop_stage)
@@ -798,6 +799,10 @@ void pm_gen_take_root(struct pm_gen *g, const char *why)
 	report_again(g);
 	if (g->cf.ops->became_root)
 		g->cf.ops->became_root(g->cf.ctx);
+	/* Whoever the root will be, it restarts every rank: ours stop now (on
+	 * the side cut off, they must not run on alone). */
+	if (g->phase == PM_PHASE_RUNNING)
+		pm_gen_stop(g, g->gen);
 	/* Most of the step must come to us within a stop's bound, or this
 	 * side is the one cut off. */
 	arm_stop(g, 3, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);

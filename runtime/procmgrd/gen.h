@@ -182,6 +182,9 @@ void pm_gen_take_root(struct pm_gen *g, const char *why);
 /* Which nodes a node whose parent is lost asks, in order; n filled. */
 int pm_gen_parent_candidates(const struct pm_gen *g, int *out, int max);
 bool pm_gen_excluded(const struct pm_gen *g, int node);
+/* This node was replaced, or is cut off: its own ranks end (not as a
+ * failure), nothing is said below (its children find another parent). */
+void pm_gen_leave(struct pm_gen *g, const char *why);
 /* A node is lost (the root decides, others pass it up). */
 void pm_gen_lost(struct pm_gen *g, int node, const char *why);
 

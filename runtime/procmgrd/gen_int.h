@@ -45,9 +45,6 @@ int pm_gen_free_spare(const struct pm_gen *g);
 int pm_gen_spares_left(const struct pm_gen *g);
 int pm_gen_missing(struct pm_gen *g, int *out, int max);
 bool pm_gen_majority(const struct pm_gen *g);
-/* This node was replaced: its own ranks end, nothing is said below (its
- * children find another parent). */
-void pm_gen_leave(struct pm_gen *g, const char *why);
 /* The root's lowest live rank, to say what the lost cannot. */
 int pm_gen_printer(const struct pm_gen *g, int avoid);
 /* decide.c: a root that took over acts once it has a majority. */

@@ -177,7 +177,11 @@ static void connect_failed(struct daemon *d, int e)
 		snprintf(text, sizeof(text),
 			 "procmgr: cannot reach node %s's procmgrd on port %u: %s",
 			 s->names[p], d->port, strerror(e));
-		pm_step_abort_local(s, text);
+		/* With spares, a parent that never came is a lost node. */
+		if (s->opts.spares)
+			pm_attach_start(s, text + strlen("procmgr: "));
+		else
+			pm_step_abort_local(s, text);
 		return;
 	}
 	d->retry_ms = d->retry_ms ? (d->retry_ms * 2 > 500 ? 500 : d->retry_ms * 2) : 10;
@@ -245,8 +249,14 @@ static void on_stepd_exit(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	struct daemon *d = w->arg;
 	(void)ev;
 	pm_loop_del(l, w);
-	pm_step_abort_local(&d->step,
-			    "procmgr: slurmstepd of this node went away; ending the step");
+	if (d->step.opts.spares && !pm_gen_terminal(&d->step.gen)) {
+		/* This node is lost; the rest of the step goes on with a spare. */
+		pm_gen_lost(&d->step.gen, d->step.node, "its slurmstepd went away");
+		pm_gen_leave(&d->step.gen, "procmgr: slurmstepd of this node went away");
+	} else {
+		pm_step_abort_local(&d->step,
+				    "procmgr: slurmstepd of this node went away; ending the step");
+	}
 	pm_loop_stop(l);
 }
 

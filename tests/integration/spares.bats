@@ -36,7 +36,14 @@ slurmd_of() { cat "$PM_TESTBED_DIR/slurmd-$PM_TESTBED_PREFIX$(($1 + 1)).pid"; }
 tree_of() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_of "$c"; done; }
 # A crash: the node's slurmd, slurmstepd and all below, at once.
 node_pids() { { slurmd_of "$1"; tree_of "$(stepd_of "$1")"; } | sort -u; }
-crash() { kill -9 $(node_pids "$1"); }
+crash() { freeze_or_kill -9 "$1"; echo "$1" >>"$W/crashed"; }
+# Signal a node's processes; what was hit goes to the record.
+freeze_or_kill() {
+	local pids
+	pids=$(node_pids "$2")
+	ps -o pid=,stat=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100 >>"$W/hit"
+	kill "$1" $pids
+}
 
 # Bring every node back for the next test: stopped ones continued, then
 # killed with what they ran; dead slurmd started again, until all are idle.
@@ -58,13 +65,22 @@ revive() {
 all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = $N ]; }
 
 teardown() {
+	local i
 	scancel --quiet -u root 2>/dev/null || true
 	revive
+	# A crashed node's run directory went with its disk: here all nodes
+	# share one state_dir, so it is removed as the node's reboot would.
+	for i in $(cat "$W/crashed" 2>/dev/null); do rm -rf "$STATE"/*/0.$i.run; done
 	pm_teardown
 }
 
 # Lines of srun's output and the worker log for the record.
-show() { echo "--- srun:"; cat "$W/out"; echo "--- ranks:"; cat "$PM_LOG"; }
+show() {
+	echo "--- srun:"; cat "$W/out" 2>/dev/null || echo "$output"
+	echo "--- ranks:"; cat "$PM_LOG"
+	echo "--- signalled:"; cat "$W/hit" 2>/dev/null || true
+	echo "--- procmgrd:"; cat "$STATE"/*/0.*.log 2>/dev/null | grep -v "^$" | tail -n 60 || true
+}
 
 # Every rank 0-3 started exactly once in generation G; rank R on node NODE.
 gen_ranks_once() {
@@ -75,6 +91,15 @@ gen_ranks_once() {
 	[ "$(grep -c "^start .* gen=$g " "$PM_LOG")" = 4 ]
 }
 ran_on() { grep -q "^start rank=$1 gen=$2 node=$3 " "$PM_LOG"; }
+
+# Every rank ran again in generation 1 (the fault's test goes on with the
+# record shown), then srun has returned: it waits for Slurm's DOWN.
+recovered() {
+	wait_until 40 gen_ranks_once 1 || { show; false; }
+	wait $SRUN_PID || rc=$?
+	show
+	echo "srun returned ${rc:-0}"
+}
 
 launch() { # env for the worker, as VAR=VALUE words
 	env "$@" PM_LOG="$PM_LOG" timeout 120 "${SRUN[@]}" "$WORKER" >"$W/out" 2>&1 &
@@ -112,10 +137,7 @@ launch() { # env for the worker, as VAR=VALUE words
 @test "spares: a crashed node's rank moves to a spare, every rank runs again together" {
 	launch RUN=8
 	crash 2
-	wait_until 30 gen_ranks_once 1
-	wait $SRUN_PID || rc=$?
-	show
-	echo "srun returned ${rc:-0}"
+	recovered
 	gen_ranks_once 1
 	ran_on 2 1 "${PM_TESTBED_PREFIX}5"
 	ran_on 0 1 "${PM_TESTBED_PREFIX}1"
@@ -123,4 +145,100 @@ launch() { # env for the worker, as VAR=VALUE words
 	grep -q "^${PM_TESTBED_PREFIX}3$" "$STATE"/*/0.exclude
 	job=$(last_job)
 	events "$job" 0 | grep -q '"event":"node_replaced".*"node":"'"${PM_TESTBED_PREFIX}3"'","spare":"'"${PM_TESTBED_PREFIX}5"'"'
+}
+
+@test "spares: a stopped node (SIGSTOP, a hung machine) is lost at the peer timeout and replaced" {
+	launch RUN=12
+	freeze_or_kill -STOP 1
+	recovered
+	ran_on 1 1 "${PM_TESTBED_PREFIX}5"
+	grep -q "lost node ${PM_TESTBED_PREFIX}2 (no heartbeat for 5 s); its rank 1 move to spare" "$W/out"
+}
+
+@test "spares: a node cut off (its traffic dropped) is replaced, and ends its own part" {
+	launch RUN=12
+	nft add table inet "$DROP_TABLE"
+	nft add chain inet "$DROP_TABLE" input '{ type filter hook input priority 0; }'
+	nft add rule inet "$DROP_TABLE" input ip saddr "$(node_addr 4)" drop
+	nft add rule inet "$DROP_TABLE" input ip daddr "$(node_addr 4)" drop
+	recovered
+	ran_on 3 1 "${PM_TESTBED_PREFIX}5"
+	grep -q "lost node ${PM_TESTBED_PREFIX}4 (.*); its rank 3 move to spare" "$W/out"
+	# Its own rank was ended there, not left running.
+	grep -q "^term rank=3 gen=0 node=${PM_TESTBED_PREFIX}4 " "$PM_LOG"
+}
+
+@test "spares: a node that fails its health check between generations is replaced" {
+	cat >"$W/check" <<EOF
+#!/bin/sh
+[ ! -e $W/sick-\$SLURMD_NODENAME ] || { echo "marked sick"; exit 1; }
+EOF
+	cat >"$W/rank" <<EOF
+#!/bin/bash
+[ "\$RANK" = 1 ] && [ "\$PROCMGR_RESTART_COUNT" = 0 ] && touch $W/sick-\$SLURMD_NODENAME
+exec $WORKER
+EOF
+	chmod +x "$W/check" "$W/rank"
+	rc=0
+	env FAIL_RANK=1 PM_LOG="$PM_LOG" timeout 60 "${SRUN[@]}" --procmgr-health="script:$W/check" \
+		"$W/rank" >"$W/out" 2>&1 || rc=$?
+	show
+	[ "$rc" -eq 0 ]
+	gen_ranks_once 1
+	ran_on 1 1 "${PM_TESTBED_PREFIX}5"
+	grep -q "lost node ${PM_TESTBED_PREFIX}2 (failed a health check: .*marked sick.*); its rank 1 move to spare" "$W/out"
+}
+
+@test "spares: losing node 0 moves the root and MASTER_ADDR, and the step goes on" {
+	launch RUN=8
+	crash 0
+	recovered
+	ran_on 0 1 "${PM_TESTBED_PREFIX}5"
+	grep -q "^start rank=1 gen=1 .* master=${PM_TESTBED_PREFIX}5:" "$PM_LOG"
+	job=$(last_job)
+	events "$job" 0 | grep -q '"event":"root_moved".*"root":"'"${PM_TESTBED_PREFIX}2"'"'
+	events "$job" 0 | grep -q '"event":"node_replaced".*"node":"'"${PM_TESTBED_PREFIX}1"'"'
+}
+
+@test "spares: two nodes lost one after the other take both spares; a third ends the step naming all" {
+	launch RUN=10
+	crash 2
+	wait_until 40 gen_ranks_once 1 || { show; false; }
+	crash 3
+	wait_until 40 gen_ranks_once 2 || { show; false; }
+	ran_on 2 2 "${PM_TESTBED_PREFIX}5"
+	ran_on 3 2 "${PM_TESTBED_PREFIX}6"
+	crash 1
+	wait $SRUN_PID || rc=$?
+	show
+	echo "srun returned ${rc:-0}"
+	[ "${rc:-0}" -ne 0 ]
+	grep -q "no spare left; ending the step" "$W/out"
+	grep -q "Next time: --exclude=${PM_TESTBED_PREFIX}3,${PM_TESTBED_PREFIX}4,${PM_TESTBED_PREFIX}2" "$W/out"
+	grep -qx "${PM_TESTBED_PREFIX}3,${PM_TESTBED_PREFIX}4,${PM_TESTBED_PREFIX}2" "$STATE"/*/0.exclude
+}
+
+@test "spares: a DDP (gloo) job survives a node crash and ends with the same loss as a run without" {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
+	ddp() { # name, then VAR=VALUE for the ranks
+		local name=$1; shift
+		env "$@" timeout 150 "${SRUN[@]}" --procmgr-grace=5 /usr/bin/python3 \
+			"$top/examples/ddp_train.py" --ckpt-dir "$W/ckpt.$name" --steps 40 \
+			--ckpt-every 10 >"$W/$name.out" 2>&1
+	}
+	loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	ddp plain || { cat "$W/plain.out"; false; }
+	ddp crash CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local pid=$!
+	wait_until 120 test -e "$W/crashed" || { cat "$W/crash.out"; false; }
+	crash 1
+	wait $pid || rc=$?
+	cat "$W/plain.out" "$W/crash.out"
+	echo "srun returned ${rc:-0}"
+	echo "# final loss: $(loss plain) unbroken, $(loss crash) after a node crash" >&3
+	[ -n "$(loss plain)" ]
+	[ "$(loss plain)" = "$(loss crash)" ]
+	grep -q "lost node ${PM_TESTBED_PREFIX}2 (.*); its rank 1 move to spare ${PM_TESTBED_PREFIX}5" "$W/crash.out"
+	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
 }

@@ -10,7 +10,8 @@
 #   RUN=SECONDS          how long a healthy rank works (default 0)
 #   TERM_DELAY=SECONDS   how long it takes to exit on SIGTERM (default 0)
 gen=${PROCMGR_RESTART_COUNT:-x}
-log() { echo "$1 rank=$RANK gen=$gen node=$SLURMD_NODENAME pid=$$ $2" >>"$PM_LOG"; }
+# t= (wall clock, s) last: the benchmarks time recoveries with it.
+log() { echo "$1 rank=$RANK gen=$gen node=$SLURMD_NODENAME pid=$$ $2 t=$(date +%s.%N)" >>"$PM_LOG"; }
 # Set before anything is logged: a stop may come as soon as "start" is seen.
 trap 'log term; sleep "${TERM_DELAY:-0}"; exit 143' TERM
 log start "local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK master=$MASTER_ADDR:$MASTER_PORT telastic=$TORCHELASTIC_RESTART_COUNT max=$TORCHELASTIC_MAX_RESTARTS ports=$SLURM_STEP_RESV_PORTS"

@@ -77,14 +77,27 @@ static void rec_log(void *ctx, const char *text)
 
 static uint64_t rec_now(void *ctx) { return ((struct world *)ctx)->now; }
 
+static char avoided[1024];
+static int became;
+static void rec_avoid(void *ctx, const char *nodes, const char *why)
+{
+	(void)ctx;
+	(void)why;
+	snprintf(avoided, sizeof(avoided), "%s", nodes);
+}
+static void rec_became_root(void *ctx) { (void)ctx; became++; }
+
 static const struct pm_gen_ops ops = {
 	.send_up = rec_up, .send_down = rec_down, .send_child = rec_child,
 	.send_rank = rec_rank, .arm_timer = rec_timer, .arm_stop = rec_stop,
 	.run_checks = rec_checks,
 	.event = rec_event, .log = rec_log, .now_ms = rec_now,
+	.avoid = rec_avoid, .became_root = rec_became_root,
 };
 
 /* A node of a step; policy mode with max restarts and first delay. */
+static int spares_of_next; /* cf.spares of the next node() */
+
 static struct world *node(int id, int nnodes, int fanout, int ntasks, int ntasks_local,
 			  enum pm_restart_mode mode, int max, unsigned delay)
 {
@@ -99,6 +112,8 @@ static struct world *node(int id, int nnodes, int fanout, int ntasks, int ntasks
 	assert_true(nnodes <= 8);
 	cf.names = names;
 	cf.ctx = w;
+	cf.spares = spares_of_next;
+	spares_of_next = 0;
 	cf.policy.mode = mode;
 	cf.policy.max_restarts = mode == PM_RESTART_NEVER ? 0 : max;
 	cf.policy.delay_ms = delay;
@@ -1046,12 +1061,307 @@ static void test_lost_supervisor_while_stopping(void **state)
 	done(w);
 }
 
+
+/* ---- hot spares ---- */
+
+/* 6 nodes (fanout 32: all below the root), 1 rank each, the last 2 spares. */
+static struct world *spare_node(int id)
+{
+	spares_of_next = 2;
+	return node(id, 6, 32, 6, 1, PM_RESTART_ON_FAILURE, 3, 0);
+}
+
+/* The root with every node ready and generation 0 running. */
+static struct world *spare_root_running(void)
+{
+	struct world *w = spare_node(0);
+	int c;
+
+	launch(w, 0);
+	for (c = 1; c < 6; c++) {
+		pm_gen_child_joined(&w->g, c);
+		child(w, c, PM_MSG_READY, 0, 1);
+	}
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	return w;
+}
+
+static void test_spare_runs_nothing_until_it_takes_a_slot(void **state)
+{
+	struct world *w = spare_node(4);
+	const struct rec *r;
+	struct pm_msg m;
+	(void)state;
+
+	launch(w, 4);
+	assert_int_equal(w->g.ranks[0].grank, -1);
+	parent(w, PM_MSG_START, 0);
+	/* No slot: no START for its supervisor, and it is done at once. */
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_START), 0);
+	r = last(w, A_UP, PM_MSG_DONE);
+	assert_non_null(r);
+	/* Node 2 is lost; node 4 takes slot 2. */
+	parent(w, PM_MSG_STOP, 0);
+	pm_msg_init(&m, PM_MSG_REPLACE);
+	m.node = 2;
+	m.rank = 2;
+	m.status = 4;
+	pm_msg_set_text(&m, "gone");
+	assert_int_equal(pm_gen_parent_msg(&w->g, &m), 0);
+	assert_true(pm_gen_excluded(&w->g, 2));
+	clear(w);
+	parent(w, PM_MSG_START, 1);
+	r = last(w, A_RANK, PM_MSG_START);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 2);  /* the lost node's global rank */
+	assert_int_equal(r->m.node, 2);  /* and its GROUP_RANK */
+	assert_string_equal(r->m.text, "n0"); /* MASTER_ADDR: rank 0's host */
+	assert_int_equal(w->g.ranks[0].grank, 2);
+	done(w);
+}
+
+static void test_spare_replaces_lost_node(void **state)
+{
+	struct world *w = spare_root_running();
+	const struct rec *r;
+	int c;
+	(void)state;
+
+	clear(w);
+	avoided[0] = '\0';
+	pm_gen_child_lost(&w->g, 2, "no heartbeat for 5 s");
+	/* Out for good, its slot to the first spare, and everyone stops. */
+	r = last(w, A_DOWN, PM_MSG_REPLACE);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 2);
+	assert_int_equal(r->m.rank, 2);
+	assert_int_equal(r->m.status, 4);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_STOP), 1);
+	assert_non_null(strstr(event(w, "node_replaced"), "\"node\":\"n2\",\"spare\":\"n4\""));
+	assert_string_equal(avoided, "n2");
+	r = last(w, A_RANK, PM_MSG_PRINT);
+	assert_non_null(r);
+	assert_non_null(strstr(r->m.text, "lost node n2 (no heartbeat for 5 s); its rank 2 move "
+				       "to spare n4; restarting all 4 ranks (restart 1 of 3, 1 spare left)"));
+	/* The lost node is not waited for. */
+	rank_stopped(w, 0, 0);
+	for (c = 1; c < 6; c++)
+		if (c != 2)
+			child(w, c, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	r = last(w, A_DOWN, PM_MSG_START);
+	assert_int_equal(r->m.gen, 1);
+	assert_int_equal(r->m.count, 1); /* restarts so far, for a root to come */
+	/* A second word of the same loss changes nothing. */
+	clear(w);
+	child(w, 1, PM_MSG_LOST, 1, 0);
+	done(w);
+}
+
+static void test_spares_run_out(void **state)
+{
+	struct world *w = spare_root_running();
+	const struct rec *r;
+	int c;
+	(void)state;
+
+	pm_gen_child_lost(&w->g, 2, "crashed");
+	rank_stopped(w, 0, 0);
+	for (c = 1; c < 6; c++)
+		if (c != 2)
+			child(w, c, PM_MSG_STOPPED, 0, 1);
+	pm_gen_child_lost(&w->g, 3, "crashed too");
+	rank_stopped(w, 0, 1);
+	for (c = 1; c < 6; c++)
+		if (c != 2 && c != 3)
+			child(w, c, PM_MSG_STOPPED, 1, 1);
+	assert_int_equal(w->g.gen, 2);
+	clear(w);
+	pm_gen_child_lost(&w->g, 1, "third");
+	r = last(w, A_DOWN, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 1);
+	assert_non_null(strstr(r->m.text, "lost node n1 (third); no spare left; ending the step"));
+	assert_non_null(strstr(r->m.text, "Nodes lost: n2 (crashed), n3 (crashed too), n1 (third)"));
+	assert_non_null(strstr(r->m.text, "Next time: --exclude=n2,n3,n1"));
+	assert_string_equal(avoided, "n2,n3,n1");
+	done(w);
+}
+
+static void test_lost_spare_restarts_nothing(void **state)
+{
+	struct world *w = spare_root_running();
+	(void)state;
+
+	clear(w);
+	pm_gen_child_lost(&w->g, 5, "crashed");
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_STOP), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_RUNNING);
+	/* Its DONE is not awaited: the others' finish the step. */
+	rank_exit(w, 0, 0, 0, 0);
+	child(w, 1, PM_MSG_DONE, 0, 1);
+	child(w, 2, PM_MSG_DONE, 0, 1);
+	child(w, 3, PM_MSG_DONE, 0, 1);
+	child(w, 4, PM_MSG_DONE, 0, 1);
+	assert_int_equal(w->g.phase, PM_PHASE_FINISHED);
+	done(w);
+}
+
+static void test_health_failure_with_spares_is_node_lost(void **state)
+{
+	struct world *w = spare_node(3);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 3);
+	parent(w, PM_MSG_START, 0);
+	parent(w, PM_MSG_STOP, 0);
+	w->checks_rc = 0;
+	rank_stopped(w, 0, 0);
+	pm_gen_checks_done(&w->g, "gpu: 7 of 8 GPUs");
+	r = last(w, A_UP, PM_MSG_LOST);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 3);
+	assert_non_null(strstr(r->m.text, "failed a health check: gpu: 7 of 8 GPUs"));
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_FAIL), 0);
+	done(w);
+}
+
+static void test_parent_candidates(void **state)
+{
+	struct world *w;
+	int c[16], n;
+	(void)state;
+
+	/* fanout 2, 8 nodes: node 7's ancestors are 3, 1, 0; then node 2. */
+	spares_of_next = 1;
+	w = node(7, 8, 2, 8, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	n = pm_gen_parent_candidates(&w->g, c, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(c[0], 3);
+	assert_int_equal(c[1], 1);
+	assert_int_equal(c[2], 0);
+	assert_int_equal(c[3], 2);
+	done(w);
+	/* fanout 32: node 4 asks node 0, then the lower children 1, 2, 3. */
+	w = spare_node(4);
+	n = pm_gen_parent_candidates(&w->g, c, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(c[3], 3);
+	done(w);
+	/* Node 1 has nobody below it to ask but the root. */
+	w = spare_node(1);
+	assert_int_equal(pm_gen_parent_candidates(&w->g, c, 16), 1);
+	done(w);
+}
+
+static void test_new_root_acts_with_a_majority(void **state)
+{
+	struct world *w = spare_node(1);
+	const struct rec *r;
+	int c;
+	(void)state;
+
+	launch(w, 1);
+	parent(w, PM_MSG_START, 0);
+	became = 0;
+	clear(w);
+	pm_gen_take_root(&w->g, "node n0 closed the connection");
+	assert_int_equal(became, 1);
+	assert_true(w->g.root);
+	/* Its own ranks stop at once; no decision before most of the step. */
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_STOP), 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 0);
+	assert_int_equal(pm_gen_adopt(&w->g, 2), 0);
+	pm_gen_child_joined(&w->g, 2);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 0);
+	assert_int_equal(pm_gen_adopt(&w->g, 3), 1);
+	pm_gen_child_joined(&w->g, 3);
+	/* 1 + 2 + 3 of 6: not more than half yet. */
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 0);
+	/* An excluded node is not adopted; a node is adopted once. */
+	assert_int_equal(pm_gen_adopt(&w->g, 2), -1);
+	assert_int_equal(pm_gen_adopt(&w->g, 0), -1);
+	assert_int_equal(pm_gen_adopt(&w->g, 4), 2);
+	pm_gen_child_joined(&w->g, 4);
+	r = last(w, A_DOWN, PM_MSG_REPLACE);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 0);
+	assert_int_equal(r->m.status, 4);
+	assert_non_null(event(w, "root_moved"));
+	/* The stop completes without node 0 (nor node 5, not yet here: the
+	 * expected count is the step less the lost). */
+	rank_stopped(w, 0, 0);
+	child(w, 2, PM_MSG_STOPPED, 0, 1);
+	child(w, 3, PM_MSG_STOPPED, 0, 1);
+	child(w, 4, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 0);
+	assert_int_equal(pm_gen_adopt(&w->g, 5), 3);
+	pm_gen_child_joined(&w->g, 5);
+	child(w, 5, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	(void)c;
+	done(w);
+}
+
+static void test_new_root_without_majority_leaves(void **state)
+{
+	struct world *w = spare_node(1);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 1);
+	parent(w, PM_MSG_START, 0);
+	pm_gen_take_root(&w->g, "no heartbeat for 5 s");
+	clear(w);
+	pm_gen_stop_timer(&w->g);
+	/* Cut off: its ranks end, not as a failure, and nothing is decided. */
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.status, 0);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	done(w);
+}
+
+static void test_orphan_reports_again_to_new_parent(void **state)
+{
+	/* fanout 2, 7 nodes: 1's children are 3, 4. Node 3 reported its
+	 * subtree stopped to node 1, which is lost; it goes to node 0. */
+	struct world *w;
+	(void)state;
+
+	spares_of_next = 1;
+	w = node(3, 7, 2, 7, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	launch(w, 3);
+	parent(w, PM_MSG_START, 0);
+	parent(w, PM_MSG_STOP, 0);
+	rank_stopped(w, 0, 0);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_STOPPED), 1);
+	pm_gen_lost(&w->g, 1, "closed");
+	pm_gen_parent_changed(&w->g);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_STOPPED), 2);
+	assert_int_equal(count(w, A_UP, -1, PM_MSG_LOST), 1);
+	done(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_node_success),
 		cmocka_unit_test(test_root_barrier),
 		cmocka_unit_test(test_inner_node_reports_subtree),
+		cmocka_unit_test(test_spare_runs_nothing_until_it_takes_a_slot),
+		cmocka_unit_test(test_spare_replaces_lost_node),
+		cmocka_unit_test(test_spares_run_out),
+		cmocka_unit_test(test_lost_spare_restarts_nothing),
+		cmocka_unit_test(test_health_failure_with_spares_is_node_lost),
+		cmocka_unit_test(test_parent_candidates),
+		cmocka_unit_test(test_new_root_acts_with_a_majority),
+		cmocka_unit_test(test_new_root_without_majority_leaves),
+		cmocka_unit_test(test_orphan_reports_again_to_new_parent),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
 		cmocka_unit_test(test_restart_cycle),
