@@ -27,7 +27,7 @@ teardown_file() {
 	"$top/tests/cluster/testbed" down
 }
 
-node_addr() { echo "127.0.0.$((PM_TESTBED_NET + $1))"; }
+node_addr() { "$top/tests/cluster/testbed" addr "$1"; }
 
 # procmgrd of node index I (0-based) of the running step, and its slurmstepd.
 procmgrd_of() { pgrep -f "procmgrd --job [0-9]+ --step 0 --node-id $1 " | head -n 1; }
