@@ -198,9 +198,19 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	struct pm_ready r;
 	pid_t stepd = getpid();
 	int p[2], nchecks, wait_ms, got;
-	size_t buflen = 4 * PATH_MAX + strlen(n->nodelist) + sizeof(n->opts) + 1024;
-	char *buf = malloc(buflen);
+	size_t listlen = strlen(n->nodelist);
+	size_t buflen = 4 * PATH_MAX + listlen + sizeof(n->opts) + 1024;
+	char *buf;
 
+	/* Linux refuses any one argument longer than this (MAX_ARG_STRLEN)
+	 * with E2BIG, which the child could only report as "cannot run". */
+	if (listlen >= 32 * 4096) {
+		snprintf(err, errlen, "the step's node list is %zu bytes, more than procmgrd's "
+			 "command line can take (%d); run the step on nodes whose names "
+			 "compress better (ranges of one prefix)", listlen, 32 * 4096 - 1);
+		return -1;
+	}
+	buf = malloc(buflen);
 	if (!buf) {
 		snprintf(err, errlen, "cannot allocate procmgrd's command line (%zu bytes): %s",
 			 buflen, strerror(errno));
