@@ -33,8 +33,6 @@ static void munge_socket_from_conf(char *buf, size_t len)
 /* Slurm compresses the list, but a large step on scattered nodes of a big
  * cluster (or one named without a numeric pattern) still makes megabytes:
  * no fixed buffer. */
-#define NODELIST_MAX (64u << 20)
-
 static char *step_nodelist(spank_t sp)
 {
 	size_t len = 4096;
@@ -49,7 +47,7 @@ static char *step_nodelist(spank_t sp)
 		if (rc == ESPANK_SUCCESS)
 			return buf;
 		free(buf);
-		if (rc != ESPANK_NOSPACE || len >= NODELIST_MAX)
+		if (rc != ESPANK_NOSPACE || len >= PM_NODELIST_MAX)
 			return NULL;
 		len *= 4;
 	}
@@ -124,7 +122,7 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	n->nodelist = step_nodelist(sp);
 	if (!n->nodelist) {
 		snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST "
-			 "unset, or over %u MiB)", NODELIST_MAX >> 20);
+			 "unset, or over %u MiB)", PM_NODELIST_MAX >> 20);
 		return -1;
 	}
 	if (pm_hostlist_first(n->nodelist, n->master, sizeof(n->master))) {

@@ -114,8 +114,9 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	char *argv[PM_DAEMON_ARGV_MAX];
 	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	struct pm_daemon_args a;
+	char list_arg[32];
 	sigset_t none;
-	int fd;
+	int fd, list_fd = -1, keep_lo, keep_hi;
 
 	setsid();
 	if (drop_privileges(sp, n))
@@ -133,6 +134,21 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	a.step = n->step;
 	a.node_id = n->nodeid;
 	a.nodes = n->nodelist;
+	/* Longer than one argument may be: in a memfd, read by procmgrd. */
+	if (strlen(n->nodelist) > PM_NODELIST_ARG_MAX) {
+		size_t len = strlen(n->nodelist), off = 0;
+		ssize_t k;
+		list_fd = (int)syscall(SYS_memfd_create, "procmgr-nodes", 0u);
+		if (list_fd < 0)
+			child_fails(ready_fd, "memfd_create: %s", strerror(errno));
+		while (off < len && (k = write(list_fd, n->nodelist + off, len - off)) > 0)
+			off += (size_t)k;
+		if (off < len || lseek(list_fd, 0, SEEK_SET))
+			child_fails(ready_fd, "cannot pass the node list (%zu bytes): %s", len,
+				    strerror(errno));
+		snprintf(list_arg, sizeof(list_arg), "fd:%d", list_fd);
+		a.nodes = list_arg;
+	}
 	a.ntasks_local = n->ntasks_local;
 	a.ntasks = n->ntasks;
 	a.port = n->port;
@@ -154,10 +170,14 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	/* Only what we pass: nothing of slurmstepd's fds. Two calls, not a
 	 * thousand (each is a launch's cost); the loop where the kernel has
 	 * no close_range. */
-	if ((ready_fd > 3 && syscall(SYS_close_range, 3u, (unsigned)ready_fd - 1, 0u)) ||
-	    syscall(SYS_close_range, (unsigned)ready_fd + 1, ~0u, 0u))
+	keep_lo = list_fd >= 0 && list_fd < ready_fd ? list_fd : ready_fd;
+	keep_hi = list_fd > ready_fd ? list_fd : ready_fd;
+	if ((keep_lo > 3 && syscall(SYS_close_range, 3u, (unsigned)keep_lo - 1, 0u)) ||
+	    (keep_hi > keep_lo + 1 &&
+	     syscall(SYS_close_range, (unsigned)keep_lo + 1, (unsigned)keep_hi - 1, 0u)) ||
+	    syscall(SYS_close_range, (unsigned)keep_hi + 1, ~0u, 0u))
 		for (fd = 3; fd < 1024; fd++)
-			if (fd != ready_fd)
+			if (fd != ready_fd && fd != list_fd)
 				close(fd);
 	execve(argv[0], argv, envp);
 	child_fails(ready_fd, "cannot run %s: %s", argv[0], strerror(errno));
@@ -202,14 +222,6 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	size_t buflen = 4 * PATH_MAX + listlen + sizeof(n->opts) + 1024;
 	char *buf;
 
-	/* Linux refuses any one argument longer than this (MAX_ARG_STRLEN)
-	 * with E2BIG, which the child could only report as "cannot run". */
-	if (listlen >= 32 * 4096) {
-		snprintf(err, errlen, "the step's node list is %zu bytes, more than procmgrd's "
-			 "command line can take (%d); run the step on nodes whose names "
-			 "compress better (ranges of one prefix)", listlen, 32 * 4096 - 1);
-		return -1;
-	}
 	buf = malloc(buflen);
 	if (!buf) {
 		snprintf(err, errlen, "cannot allocate procmgrd's command line (%zu bytes): %s",

@@ -168,6 +168,11 @@ struct pm_daemon_args {
 	unsigned connect_timeout_ms; /* waiting for the parent to listen */
 };
 
+/* The longest node list of a step procmgr takes (SLURM_STEP_NODELIST):
+ * beyond 128 KiB it reaches procmgrd in a memfd (--nodes fd:N). */
+#define PM_NODELIST_MAX (64u << 20)
+#define PM_NODELIST_ARG_MAX (32 * 4096 - 1) /* Linux's MAX_ARG_STRLEN, less the NUL */
+
 #define PM_DAEMON_ARGV_MAX 48 /* argv entries, NULL included */
 
 #define PM_DAEMON_USAGE \

@@ -46,15 +46,55 @@ struct daemon {
 	unsigned connect_timeout_ms;
 };
 
+/* "fd:N": the plugin passed a list too long for a command line (Linux
+ * takes at most 128 KiB per argument) in a memfd; read it whole. */
+static char *nodes_from_fd(const char *arg, char *err, size_t errlen)
+{
+	unsigned fd;
+	size_t len = 0, cap = 1 << 16;
+	char *buf = NULL, *nb;
+	ssize_t k;
+
+	if (pm_parse_uint(arg + 3, 0, 65535, &fd)) {
+		snprintf(err, errlen, "bad --nodes '%.40s': fd:N wants a descriptor", arg);
+		return NULL;
+	}
+	for (;;) {
+		if (len + 1 >= cap || !buf) {
+			if (cap > PM_NODELIST_MAX || !(nb = realloc(buf, cap *= 2)))
+				break;
+			buf = nb;
+		}
+		k = read((int)fd, buf + len, cap - len - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k < 0)
+				break;
+			close((int)fd);
+			buf[len] = '\0';
+			return buf;
+		}
+		len += (size_t)k;
+	}
+	snprintf(err, errlen, "cannot read the node list from descriptor %u: %s", fd,
+		 errno ? strerror(errno) : "too long");
+	free(buf);
+	return NULL;
+}
+
 static int expand_nodes(const char *list, char ***out, char *err, size_t errlen)
 {
-	int n = pm_hostlist_expand(list, 10000000, out);
+	char *owned = NULL;
+	int n;
 
-	if (n <= 0) {
-		snprintf(err, errlen, "bad node list '%s'", list);
+	if (!strncmp(list, "fd:", 3) && !(list = owned = nodes_from_fd(list, err, errlen)))
 		return -1;
-	}
-	return n;
+	n = pm_hostlist_expand(list, 10000000, out);
+	if (n <= 0)
+		snprintf(err, errlen, "bad node list '%.200s%s'", list, strlen(list) > 200 ? "..." : "");
+	free(owned);
+	return n <= 0 ? -1 : n;
 }
 
 /* An interior node at a large fanout holds a connection per child, per
