@@ -125,7 +125,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	label(g, lbl, sizeof(lbl));
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: node %s failed a health check (%s); "
+		pm_gen_tell(g, "procmgr: generation %u: node %s failed a health check (%s); "
 			      "restarting all %d ranks", g->gen, node, m->text, g->cf.ntasks);
 		restart(g, delay);
 		return;
@@ -219,7 +219,7 @@ static bool hang_decide(struct pm_gen *g)
 	      (unsigned long long)(h->followers ? h->next_beat - h->beat : 0));
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
+		pm_gen_tell(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
 			   g->gen, what, g->cf.ntasks, g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
@@ -313,7 +313,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	}
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
+		pm_gen_tell(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
 			      "(restart %d of %d)", m->gen, m->rank, node, how, g->cf.ntasks,
 			   g->restarts + 1, g->cf.policy.max_restarts);
 		restart(g, delay);
@@ -361,7 +361,7 @@ void pm_gen_root_done(struct pm_gen *g)
 		return;
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
-	pm_gen_note(g, "procmgr: all %d ranks succeeded in generation %u", g->cf.ntasks, g->gen);
+	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", g->cf.ntasks, g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);
@@ -400,7 +400,7 @@ void pm_gen_root_next(struct pm_gen *g)
 	g->restarts++;
 	event(g, "start", "\"gen\":%u,\"restart\":%d,\"since_failure_ms\":%llu", g->gen + 1,
 	      g->restarts, (unsigned long long)(now(g) - g->fail_t0));
-	pm_gen_note(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
+	pm_gen_say(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
 	/* From DELAY: pm_gen_start takes any phase that is not terminal. */
 	pm_gen_start(g, g->gen + 1);
 }
