@@ -103,7 +103,10 @@ def ordered_mean(group, bucket):
     parts = [torch.empty_like(grads) for _ in range(world)]
     fut = dist.all_gather(parts, grads, group=group, async_op=True).get_future()
 
-    def mean(_):
+    def mean(f):
+        # A peer gone mid-gather fails the future: raise it here, or parts
+        # (torch.empty) would be averaged as if they were gradients.
+        f.value()
         acc = parts[0].clone()
         for p in parts[1:]:
             acc += p

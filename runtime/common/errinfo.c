@@ -410,10 +410,14 @@ void pm_err_from_tail(const char *tail, char *out, size_t len)
 		while (s > tail && s[-1] != '\n')
 			s--;
 		if (!blank(s, (size_t)(e - s))) {
+			const char *t = tail;
 			n = (size_t)(e - s) < sizeof(sum) - 1 ? (size_t)(e - s) : sizeof(sum) - 1;
 			memcpy(sum, s, n);
 			sum[n] = '\0';
-			pm_err_compose(sum, tail, out, len);
+			/* A tail of that one line says no more than the summary. */
+			while (*t && (*t == '\n' || blank(t, strcspn(t, "\n"))))
+				t += strcspn(t, "\n") + (t[strcspn(t, "\n")] ? 1 : 0);
+			pm_err_compose(sum, t == s ? "" : tail, out, len);
 			return;
 		}
 		e = s > tail ? s - 1 : tail;

@@ -118,7 +118,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	label(g, lbl, sizeof(lbl));
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: node %s failed a health check (%s); "
+		pm_gen_tell(g, "procmgr: generation %u: node %s failed a health check (%s); "
 			      "restarting all %d ranks", g->gen, node, m->text, pm_gen_world(g));
 		restart(g, delay);
 		return;
@@ -212,7 +212,7 @@ static bool hang_decide(struct pm_gen *g)
 	      (unsigned long long)(h->followers ? h->next_beat - h->beat : 0));
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
+		pm_gen_tell(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
 			   g->gen, what, pm_gen_world(g), g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
@@ -307,7 +307,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	}
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
-		pm_gen_say(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
+		pm_gen_tell(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
 			      "(restart %d of %d)", m->gen, m->rank, node, how, pm_gen_world(g),
 			   g->restarts + 1, g->cf.policy.max_restarts);
 		restart(g, delay);
@@ -411,7 +411,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 		pm_gen_apply_repl(g, &r);
 		say_down(g, &r);
 		tell_avoid(g, why);
-		pm_gen_say(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
+		pm_gen_tell(g, "procmgr: spare node %s lost (%s); %d spare%s left", name, why,
 			   pm_gen_spares_left(g), pm_gen_spares_left(g) == 1 ? "" : "s");
 		if (self)
 			pm_gen_leave(g, "procmgr: this spare node is out of the step");
@@ -443,7 +443,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
 	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
 	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
-	pm_gen_say(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
+	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
 		      "restarting all %d ranks (restart %d of %d, %d spare%s left)", g->gen, name,
 		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_world(g),
 		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
@@ -495,7 +495,7 @@ void pm_gen_root_done(struct pm_gen *g)
 		return;
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
-	pm_gen_note(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
+	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);
@@ -534,7 +534,7 @@ void pm_gen_root_next(struct pm_gen *g)
 	g->restarts++;
 	event(g, "start", "\"gen\":%u,\"restart\":%d,\"since_failure_ms\":%llu", g->gen + 1,
 	      g->restarts, (unsigned long long)(now(g) - g->fail_t0));
-	pm_gen_note(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
+	pm_gen_say(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
 	/* From DELAY: pm_gen_start takes any phase that is not terminal. */
 	pm_gen_start(g, g->gen + 1);
 }

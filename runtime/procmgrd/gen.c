@@ -116,17 +116,17 @@ void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!g->cf.verbose)
+		return;
 	va_start(ap, fmt);
 	say(g, fmt, ap);
 	va_end(ap);
 }
 
-void pm_gen_note(struct pm_gen *g, const char *fmt, ...)
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!g->cf.verbose)
-		return;
 	va_start(ap, fmt);
 	say(g, fmt, ap);
 	va_end(ap);

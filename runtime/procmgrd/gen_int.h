@@ -5,10 +5,10 @@
 #include "gen.h"
 
 void pm_gen_log(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A decision: a line on srun's stderr through rank 0's supervisor. */
+/* --procmgr-verbose: a line on srun's stderr through rank 0's supervisor. */
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The same, with --procmgr-verbose only: what is not a decision. */
-void pm_gen_note(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, always: a decision (a restart and why), which a user must not miss. */
+void pm_gen_tell(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pm_gen_is_root(const struct pm_gen *g);
 
 /* What every node does on the root's word. */

@@ -60,8 +60,9 @@ teardown() {
 	grep -qx "procmgr_failures_total{job=\"$job\",reason=\"exit\",step=\"0\"} 1" <<<"$out"
 	grep -qx "procmgr_hangs_total{$id} 0" <<<"$out"
 	grep -qx "procmgr_nodes_lost_total{$id} 0" <<<"$out"
-	grep -qx "procmgr_last_restart_seconds{$id} [0-9]*\.[0-9]*" <<<"$out"
-	grep -qx "procmgr_last_recovery_seconds{$id} [0-9]*\.[0-9]*" <<<"$out"
+	# node_exporter writes its own float form: 0.000 comes out as 0.
+	grep -qx "procmgr_last_restart_seconds{$id} [0-9.e+-]*" <<<"$out"
+	grep -qx "procmgr_last_recovery_seconds{$id} [0-9.e+-]*" <<<"$out"
 	grep -q '^# TYPE procmgr_restarts_total counter' <<<"$out"
 	# node_exporter read every file without an error.
 	grep -qx 'node_textfile_scrape_error 0' <<<"$out"

@@ -125,6 +125,9 @@ static void test_report_text(void **state)
 	assert_string_equal(pm_err_detail(wide), "Traceback:\n  File x\nValueError: loss is nan\n  \n");
 	pm_err_from_tail(" \n\t\n", out, sizeof(out));
 	assert_string_equal(out, "");
+	/* One line: nothing more than the summary. */
+	pm_err_from_tail("\n  \nrank 3: loss is nan\n\n", out, sizeof(out));
+	assert_string_equal(out, "rank 3: loss is nan");
 	pm_err_compose("m\nignored", "d", out, sizeof(out));
 	assert_string_equal(out, "m\nd");
 	assert_string_equal(pm_err_detail("m"), "");
