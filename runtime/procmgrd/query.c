@@ -495,7 +495,7 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 	if (admit(s, m, &r, &uid, err, sizeof(err))) {
 		char tmp[sizeof(err)];
 		pm_gate_refused(s, err);
-		snprintf(tmp, sizeof(tmp), "procmgr: %s", err);
+		snprintf(tmp, sizeof(tmp), "procmgr: %.480s", err);
 		snprintf(err, sizeof(err), "%s", tmp);
 		goto refuse;
 	}
@@ -522,7 +522,7 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 		if ((r.kind == PM_Q_RESTART ? pm_gen_request_restart : pm_gen_request_stop)(
 			    &s->gen, who, err, sizeof(err))) {
 			char tmp[sizeof(err)];
-			snprintf(tmp, sizeof(tmp), "procmgr: cannot %s step %u.%u now: %s",
+			snprintf(tmp, sizeof(tmp), "procmgr: cannot %s step %u.%u now: %.400s",
 				 pm_query_kind_name(r.kind), s->job, s->stepid, err);
 			end_to(s, c, 1, tmp);
 		} else {
