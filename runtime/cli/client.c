@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,8 +206,10 @@ static int dial(const struct pm_target *t, unsigned timeout_ms, char *why, size_
 			e = poll(&p, 1, (int)timeout_ms) == 1 &&
 					getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) == 0 ? e : ETIMEDOUT;
 		}
-		if (!e)
+		if (!e) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 			break;
+		}
 		close(fd);
 		fd = -1;
 	}

@@ -122,6 +122,10 @@ static void user_timeout(struct daemon *d, int fd)
 
 	if (ms && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)))
 		pm_log(&d->step, "TCP_USER_TIMEOUT: %m");
+	/* Frames are small and each is a whole message: Nagle would hold one
+	 * behind the last until its ACK (a delayed ACK: up to 40 ms a hop). */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int)))
+		pm_log(&d->step, "TCP_NODELAY: %m");
 }
 
 /* Both listeners: rank supervisors on the unix socket, children on the

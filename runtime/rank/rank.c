@@ -69,6 +69,7 @@ struct rank {
 	/* On a hang: the command's stack, taken before it is stopped */
 	struct pm_rank_stack stack;
 	bool capturing;
+	uint32_t capture_gen; /* the generation whose command is being captured */
 };
 
 static void msg(struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -141,6 +142,12 @@ static void kill_strays(void)
 
 static void start_child(struct rank *r, uint32_t gen)
 {
+	/* A capture of the last generation's command (it ended meanwhile)
+	 * must not stop this one. */
+	if (r->capturing) {
+		pm_rank_stack_stop(&r->stack);
+		r->capturing = false;
+	}
 	char count[16];
 	int ep[2], e;
 	ssize_t n;
@@ -247,7 +254,9 @@ static void captured(void *arg)
 	struct rank *r = arg;
 
 	r->capturing = false;
-	stop_child(r);
+	/* The command whose stack was taken, not one started since. */
+	if (r->gen == r->capture_gen)
+		stop_child(r);
 }
 
 /* Its stack first (rank_stack.h), for procmgrd to send up; then the stop. */
@@ -270,6 +279,7 @@ static void capture_then_stop(struct rank *r)
 		return;
 	}
 	r->capturing = true;
+	r->capture_gen = r->gen;
 }
 
 static void finish(struct rank *r, int code)

@@ -70,6 +70,10 @@ for n in d["nodes"]:
     assert set(n) == {"node_id", "name", "phase", "gen", "ranks", "health"}, n.keys()
     assert n["phase"] == "running" and n["ranks"] == 2
 PY
+	# Without a step: the running steps of the current job, as in a batch script.
+	run env SLURM_JOB_ID="$job" "$PROCMGR" status
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "step $job.0: 8 ranks on 4 nodes: 8 running; generation 0" ]]
 	refused status "$job"
 	as_user "$PROCMGR" stop "$job"
 	step_ends 30
