@@ -152,8 +152,10 @@ static int parse_line(struct ctx *c, char *s, struct pm_trial *t)
 			return -1;
 		for (s = close + 1; blank(*s); s++)
 			;
-		if (*s == '\0')
-			REFUSE(c, "trial '%s' has no command after its prefix", t->name);
+		/* sh would take "#..." for a comment and succeed doing nothing. */
+		if (*s == '\0' || *s == '#')
+			REFUSE(c, "trial '%s' has no command after its prefix%s", t->name,
+			       *s == '#' ? " ('#' starts a comment)" : "");
 	}
 	cl = strlen(s);
 	if (cl > PM_SWEEP_CMD_MAX)

@@ -18,7 +18,7 @@
  *     flag. The default name is the line number ("7"); names, given or
  *     default, are unique.
  *   - COMMAND: 1..PM_SWEEP_CMD_MAX bytes (it travels to a node in one
- *     message), no NUL byte.
+ *     message), no NUL byte, not starting with '#' (sh would run nothing).
  * Every refusal says which line, what is wrong and what is allowed. */
 #ifndef PM_SWEEP_FILE_H
 #define PM_SWEEP_FILE_H

@@ -195,6 +195,8 @@ static void test_other_refusals(void **state)
 	refused("[a gpus=2] x\n", "unknown key 'gpus'", "ranks=N", NULL);
 	refused("[a]   \n", "trial 'a' has no command", NULL);
 	refused("[a]\n", "no command", NULL);
+	/* Found by fuzz_sweep: sh -c "# x" runs nothing and succeeds. */
+	refused("[a] # x\n", "trial 'a' has no command", "'#' starts a comment", NULL);
 	big = malloc(PM_SWEEP_CMD_MAX + 8);
 	memset(big, 'x', PM_SWEEP_CMD_MAX + 1);
 	big[PM_SWEEP_CMD_MAX + 1] = '\0';
