@@ -102,8 +102,7 @@ static int most_free(const struct pm_pack *p)
 
 enum pm_pack_result pm_pack_fits(const struct pm_pack *p, int ranks)
 {
-	if (ranks < 1 || (long)ranks > (long)p->usable_nodes * p->slots ||
-	    (ranks <= p->slots && p->usable_nodes == 0))
+	if (ranks < 1 || (long)ranks > (long)p->usable_nodes * p->slots)
 		return PM_PACK_NEVER;
 	if (ranks <= p->slots)
 		return best_fit(p, ranks) >= 0 ? PM_PACK_OK : PM_PACK_WAIT;
@@ -132,7 +131,7 @@ static void take_on(struct pm_pack *p, int n, int k, int *slot_of_rank, int r)
 enum pm_pack_result pm_pack_take(struct pm_pack *p, int ranks, int *slot_of_rank)
 {
 	enum pm_pack_result fit = pm_pack_fits(p, ranks);
-	int need = ranks, r = 0;
+	int need = ranks, r = 0, k;
 
 	if (fit != PM_PACK_OK)
 		return fit;
@@ -143,14 +142,12 @@ enum pm_pack_result pm_pack_take(struct pm_pack *p, int ranks, int *slot_of_rank
 			take_on(p, n, need, slot_of_rank, r);
 			break;
 		}
+		/* More than any node holds: all of the node with the most free slots. */
 		n = most_free(p);
-		{
-			int k = p->nfree[n];
-
-			take_on(p, n, k, slot_of_rank, r);
-			r += k;
-			need -= k;
-		}
+		k = p->nfree[n];
+		take_on(p, n, k, slot_of_rank, r);
+		r += k;
+		need -= k;
 	}
 	return PM_PACK_OK;
 }

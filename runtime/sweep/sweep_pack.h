@@ -6,8 +6,11 @@
  * nodes would leave holes everywhere); it goes to the usable node with the
  * FEWEST free slots that still holds it (best fit). Best fit fills nodes
  * that are already partly used and keeps whole nodes whole, so that a later
- * node-sized or multi-node trial finds them; first fit and worst fit scatter
- * one-rank trials over every node and leave no node empty.
+ * node-sized or multi-node trial finds them: worst fit scatters one-rank
+ * trials over every node and leaves no node empty, and first fit breaks
+ * into a whole low-numbered node while a higher one has just the room.
+ * Among equal nodes the one whose count changed last is taken (at the
+ * start, the lowest-numbered).
  * A larger trial takes the nodes with the most free slots (whole free nodes
  * first) until what remains fits on one node, and that remainder goes to
  * the best-fitting node: the fewest nodes possible, whole nodes where there
