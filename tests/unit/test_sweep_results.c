@@ -95,7 +95,7 @@ static void test_summary(void **state)
 static void test_summary_long(void **state)
 {
 	struct pm_sr_trial t[25];
-	char names[25][8], buf[4096], small[100];
+	char names[25][16], buf[4096], small[100];
 	int i, lines = 0;
 	size_t n;
 
