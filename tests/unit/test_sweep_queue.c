@@ -467,6 +467,37 @@ static void test_stop(void **state)
 	pm_sq_free(&q);
 }
 
+/* A trial waiting for its restart loses its node: requeued, off the restart
+ * list, started on the other node keeping its restart count; another one
+ * waiting for its restart is stopped: off the list too. */
+static void test_lost_or_stopped_while_restarting(void **state)
+{
+	struct pm_sq q;
+	struct pm_sq_cfg c = cfg(2, 1, 3);
+	int ranks[] = { 1, 1 }, st[2], aff[2];
+
+	(void)state;
+	assert_int_equal(pm_sq_init(&q, &c, ranks, 2, err, sizeof(err)), 0);
+	assert_int_equal(pm_sq_schedule(&q, 0, st, 2), 2);
+	assert_int_equal(pm_sq_started(&q, 0, 0), 0);
+	assert_int_equal(pm_sq_started(&q, 1, 0), 0);
+	assert_int_equal(pm_pack_node_of(&q.pack, q.t[0].slot_of_rank[0]), 0);
+	assert_int_equal(pm_sq_ended(&q, 0, true, 1, NULL, 10, NULL), PM_TS_RESTARTING);
+	assert_int_equal(pm_sq_ended(&q, 1, true, 1, NULL, 20, NULL), PM_TS_RESTARTING);
+	assert_int_equal(pm_sq_next_due(&q), 110);
+	assert_int_equal(pm_sq_node_lost(&q, 0, 30, aff, 2), 1);
+	assert_int_equal(q.t[0].state, PM_TS_REQUEUED);
+	assert_int_equal(pm_sq_next_due(&q), 120);
+	assert_int_equal(pm_sq_stop(&q, 1, 40), 0);
+	assert_int_equal(pm_sq_next_due(&q), UINT64_MAX);
+	assert_int_equal(pm_sq_schedule(&q, 40, st, 2), 1);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(pm_pack_node_of(&q.pack, q.t[0].slot_of_rank[0]), 1);
+	assert_int_equal(q.t[0].restarts, 1);
+	assert_int_equal(q.t[0].requeues, 1);
+	pm_sq_free(&q);
+}
+
 /* restart=always: a trial that succeeds runs again, max_restarts times. */
 static void test_always_policy(void **state)
 {
@@ -497,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_skip_ahead_and_starvation),
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_stop),
+		cmocka_unit_test(test_lost_or_stopped_while_restarting),
 		cmocka_unit_test(test_always_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
