@@ -1326,6 +1326,43 @@ static void test_new_root_without_majority_leaves(void **state)
 	done(w);
 }
 
+/* Nodes 0 and 1 lost at once: node 2 takes the root's place with 3, 4
+ * and 5 below it. Node 1 never comes back; the stop's deadline, armed
+ * again after the election, declares it lost and the step goes on. */
+static void test_new_root_declares_the_other_lost_node(void **state)
+{
+	struct world *w = spare_node(2);
+	const struct rec *r;
+	int i;
+	(void)state;
+
+	launch(w, 2);
+	parent(w, PM_MSG_START, 0);
+	clear(w);
+	pm_gen_take_root(&w->g, "node n0 closed the connection");
+	for (i = 3; i <= 5; i++) {
+		assert_true(pm_gen_adopt(&w->g, i) >= 0);
+		pm_gen_child_joined(&w->g, i);
+	}
+	assert_non_null(event(w, "root_moved"));
+	/* The deadline is on after the election, not off. */
+	r = last(w, A_STOPTIMER, 0);
+	assert_non_null(r);
+	assert_true(r->target > 0);
+	rank_stopped(w, 0, 0);
+	for (i = 3; i <= 5; i++)
+		child(w, i, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 0);
+	clear(w);
+	pm_gen_stop_timer(&w->g);
+	assert_true(pm_gen_excluded(&w->g, 1));
+	r = last(w, A_DOWN, PM_MSG_REPLACE);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	done(w);
+}
+
 static void test_orphan_reports_again_to_new_parent(void **state)
 {
 	/* fanout 2, 7 nodes: 1's children are 3, 4. Node 3 reported its
@@ -1505,6 +1542,7 @@ int main(void)
 		cmocka_unit_test(test_parent_candidates),
 		cmocka_unit_test(test_new_root_acts_with_a_majority),
 		cmocka_unit_test(test_new_root_without_majority_leaves),
+		cmocka_unit_test(test_new_root_declares_the_other_lost_node),
 		cmocka_unit_test(test_orphan_reports_again_to_new_parent),
 		cmocka_unit_test(test_error_in_restart_line),
 		cmocka_unit_test(test_hang_and_lost_carry_no_error),
