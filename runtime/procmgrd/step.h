@@ -90,6 +90,11 @@ struct pm_step {
 	bool lingering;
 	/* query.c: the procmgr command's requests in flight */
 	struct pm_queries *queries;
+	/* Called once what was queued for the parent went to it, and when a
+	 * child joins: main.c holds a failed check's ready line until the
+	 * tree was told (else slurmstepd ends us before anyone knows why). */
+	void (*told)(struct pm_step *s, void *arg);
+	void *told_arg;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA

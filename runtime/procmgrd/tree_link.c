@@ -226,6 +226,8 @@ static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 		for (i = 0; i < s->upq_len; i++)
 			pm_step_send(s, s->parent, &s->upq[i]);
 		s->upq_len = 0;
+		if (s->told)
+			s->told(s, s->told_arg);
 		if (s->attach.active)
 			pm_attach_welcomed(s);
 		return;
