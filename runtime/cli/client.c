@@ -356,7 +356,8 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 		while (rc < 0 && !strncmp(why, "busy:", 5)) {
 			char busy[512];
 			snprintf(busy, sizeof(busy), "%s", why + 5 + strspn(why + 5, " "));
-			if (now_ms() + wait >= deadline) {
+			/* The last try needs time to be answered: 1 s at least. */
+			if (now_ms() + wait + 1000 >= deadline) {
 				snprintf(why, len, "refused: busy (step %u.%u's procmgrd on %s: %s)",
 					 t->job, t->step, one.root, busy);
 				return rc;

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/tree.h"
+
 static void gate_arm(struct pm_step *s)
 {
 	if (s->gate_armed || s->gate_w.fd < 0)
@@ -86,14 +88,15 @@ static bool from_node(const struct pm_step *s, const uint8_t key[16])
 #define PM_GATE_NODES_MAX 1024
 static int node_addrs_init(struct pm_step *s)
 {
-	int first = s->node * s->fanout + 1, n = 0, i, last;
+	int first, n = 0, i, last;
 	char err[256];
 
 	if (s->opts.spares) {
 		first = 0;
 		last = s->nnodes < PM_GATE_NODES_MAX ? s->nnodes : PM_GATE_NODES_MAX;
 	} else {
-		last = first + s->fanout < s->nnodes ? first + s->fanout : s->nnodes;
+		last = pm_tree_children(s->node, s->fanout, s->nnodes, &first);
+		last += first;
 	}
 	if (last <= first)
 		return 0;

@@ -214,9 +214,13 @@ EOF
 # slots to the spares and start the next generation. Today: no generation
 # starts, for ever.
 root_and_one_more() {
+	local pids
 	launch RUN=10
-	crash 0
-	crash "$1"
+	# One kill for both nodes' processes: at once, not one after the other.
+	pids=$({ node_pids 0; node_pids "$1"; } | sort -u)
+	ps -o pid=,stat=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100 >>"$W/hit"
+	printf '0\n%s\n' "$1" >>"$W/crashed"
+	kill -9 $pids
 	wait_until 40 gen_ranks_once 1 || { show; false; }
 	recovered
 	job=$(last_job)
