@@ -59,7 +59,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	pid=$!
 	wait_until 30 started 8
 	job=$(last_job)
-	d=$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 ")
+	d=$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")
 	stepd=$(tr '\0' '\n' </proc/"$d"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1)
 	pids=$(tree_of "$stepd")
 	ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100

@@ -30,7 +30,7 @@ teardown_file() {
 node_addr() { "$top/tests/cluster/testbed" addr "$1"; }
 
 # procmgrd of node index I (0-based) of the running step, and its slurmstepd.
-procmgrd_of() { pgrep -f "^$RT_DIR/procmgrd --job [0-9]+ --step 0 --node-id $1 " | head -n 1; }
+procmgrd_of() { pgrep -f "^$RT_DIR/procmgrd --job [0-9]+ --step 0 --node-id $1 .* --rundir $STATE/" | head -n 1; }
 stepd_of() { tr '\0' '\n' </proc/"$(procmgrd_of "$1")"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1; }
 slurmd_of() { cat "$PM_TESTBED_DIR/slurmd-$PM_TESTBED_PREFIX$(($1 + 1)).pid"; }
 tree_of() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_of "$c"; done; }
