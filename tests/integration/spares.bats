@@ -216,10 +216,12 @@ EOF
 root_and_one_more() {
 	local pids
 	launch RUN=10
-	# One kill for both nodes' processes: at once, not one after the other.
+	# Both nodes at once: all their processes stopped first, then killed,
+	# so that neither acts on the other's loss before it goes too.
 	pids=$({ node_pids 0; node_pids "$1"; } | sort -u)
 	ps -o pid=,stat=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100 >>"$W/hit"
 	printf '0\n%s\n' "$1" >>"$W/crashed"
+	kill -STOP $pids
 	kill -9 $pids
 	wait_until 40 gen_ranks_once 1 || { show; false; }
 	recovered
