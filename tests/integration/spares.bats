@@ -271,17 +271,18 @@ root_and_one_more() {
 		>"$W/flood" 2>&1 <<-'PY' &
 	import os, select, socket, sys, time
 	host, port, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-	socks, opened = set(), 0
+	socks, opened, said = set(), 0, False
 	def more():
-	    global opened
+	    global opened, said
 	    while len(socks) < 200:
 	        try:
 	            socks.add(socket.create_connection((host, port), timeout=2))
 	            opened += 1
 	        except OSError:
 	            return
-	more()
-	print("open", len(socks), flush=True)
+	        if not said and len(socks) >= 20:
+	            print("open", len(socks), flush=True)
+	            said = True
 	t0 = time.time()
 	while not os.path.exists(stop) and time.time() - t0 < 60:
 	    r, _, _ = select.select(list(socks), [], [], 0.2)
