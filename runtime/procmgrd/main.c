@@ -386,9 +386,6 @@ static int arm_join_deadline(struct daemon *d)
 	return pm_timer_set(d->join_w.fd, d->connect_timeout_ms + d->step.peer_timeout_ms, 0);
 }
 
-static void ready(struct daemon *d, enum pm_ready_kind kind, const char *node,
-		  const char *text);
-
 static void release_held(struct daemon *d)
 {
 	if (!d->holding)
