@@ -38,7 +38,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 
 @test "a stopped procmgrd (SIGSTOP) is a lost node: the step ends, naming the node and why" {
 	start_step --procmgr-restart=on-failure:3
-	kill -STOP "$(pgrep -f "procmgrd --job $job --step 0 --node-id 2 ")"
+	kill -STOP "$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")"
 	step_ended
 	[ "$st" -ne 0 ]
 	grep -q "procmgr: lost node pmnode3 (no heartbeat for 5 s); ending the step" "$W/out"
