@@ -344,10 +344,29 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 	bool next = false;
 	int i, rc = -1;
 
+	unsigned long long deadline = now_ms() + timeout_ms;
+	unsigned wait = 50;
+
 	for (i = 0; i < (t->ncand ? t->ncand : 1); i++) {
 		if (t->ncand)
 			snprintf(one.root, sizeof(one.root), "%s", t->cand[i]);
 		rc = ask_one(&one, kind, args, timeout_ms, fn, arg, end, why, len, &next);
+		/* Busy (too many connections or requests there at the moment,
+		 * maybe another user's flood): asked again, within the bound. */
+		while (rc < 0 && !strncmp(why, "busy:", 5)) {
+			char busy[512];
+			snprintf(busy, sizeof(busy), "%s", why + 5 + strspn(why + 5, " "));
+			/* The last try needs time to be answered: 1 s at least. */
+			if (now_ms() + wait + 1000 >= deadline) {
+				snprintf(why, len, "refused: busy (step %u.%u's procmgrd on %s: %s)",
+					 t->job, t->step, one.root, busy);
+				return rc;
+			}
+			poll(NULL, 0, (int)wait);
+			wait = wait * 2 > 1000 ? 1000 : wait * 2;
+			rc = ask_one(&one, kind, args, (unsigned)(deadline - now_ms()), fn, arg, end,
+				     why, len, &next);
+		}
 		if (!i)
 			snprintf(first, sizeof(first), "%s", why);
 		if (rc >= 0 || !next)

@@ -122,7 +122,7 @@ bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_m
 
 bool pm_conn_keepalive(struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms)
 {
-	if (pm_conn_silent(c, now_ms, timeout_ms))
+	if (pm_live_lost(&c->last_tick, c->last_rx, now_ms, timeout_ms))
 		return true;
 	pm_conn_ping(c);
 	return false;

@@ -9,6 +9,7 @@
 
 #include "loop.h"
 #include "common/wire.h"
+#include "common/liveness.h"
 
 struct pm_conn;
 typedef void (*pm_msg_fn)(struct pm_conn *c, const struct pm_msg *m);
@@ -28,6 +29,7 @@ struct pm_conn {
 	const char *drop_why;
 	int id; /* the owner's: node id, local rank */
 	uint64_t last_rx; /* pm_now_ms of the last bytes read: the peer's liveness */
+	uint64_t last_tick; /* pm_conn_keepalive's last call (common/liveness.h) */
 };
 
 /* Takes ownership of fd (made non-blocking). */
@@ -46,11 +48,11 @@ void pm_conn_free(struct pm_conn *c);
  * (a timer): on_close runs with why, and c is gone after. */
 int pm_conn_ping(struct pm_conn *c);
 bool pm_conn_silent(const struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms);
-/* One tick of the rule: true if the peer has been silent for timeout_ms
- * (the caller ends the link), else a PING is sent and false. */
+/* One tick of the rule (common/liveness.h): true if the peer is lost (the
+ * caller ends the link), else a PING is sent and false. */
 bool pm_conn_keepalive(struct pm_conn *c, uint64_t now_ms, unsigned timeout_ms);
 /* How often to tick for a timeout: a peer hears from us three times in it. */
-static inline unsigned pm_conn_ping_period(unsigned timeout_ms) { return timeout_ms / 3; }
+static inline unsigned pm_conn_ping_period(unsigned timeout_ms) { return pm_live_period(timeout_ms); }
 void pm_conn_fail(struct pm_conn *c, const char *why);
 
 #endif

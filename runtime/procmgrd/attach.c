@@ -26,6 +26,16 @@ static unsigned attach_ms(const struct pm_step *s)
 
 static void try_next(struct pm_step *s);
 
+/* Rounds over the candidates go on while one says busy, until the stop's
+ * bound since the search began: then this node is the one cut off. */
+#define PM_ATTACH_PAUSE_MS 200
+static bool again(const struct pm_step *s)
+{
+	unsigned bound = s->gen.cf.stop_bound_ms ? s->gen.cf.stop_bound_ms : 10000;
+
+	return pm_now_ms() + PM_ATTACH_PAUSE_MS < s->attach.t0 + bound;
+}
+
 int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
 		    socklen_t *len, char *err, size_t errlen)
 {
@@ -77,6 +87,11 @@ static void on_timeout(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	pm_timer_ack(w->fd);
 	if (!s->attach.active)
 		return;
+	if (s->attach.pausing) {
+		s->attach.pausing = false;
+		try_next(s);
+		return;
+	}
 	pm_attach_failed(s, "no answer in time");
 }
 
@@ -111,6 +126,15 @@ static void try_next(struct pm_step *s)
 
 	if (pm_gen_terminal(&s->gen)) {
 		a->active = false;
+		return;
+	}
+	if (a->next >= a->ncand && a->busy && again(s)) {
+		/* A candidate was only busy (another user's flood at its port):
+		 * another round, within the stop's bound. */
+		a->next = 0;
+		a->busy = false;
+		a->pausing = true;
+		pm_timer_set(a->timer_w.fd, PM_ATTACH_PAUSE_MS, 0);
 		return;
 	}
 	if (a->next >= a->ncand) {
@@ -155,6 +179,8 @@ void pm_attach_failed(struct pm_step *s, const char *why)
 	if (!a->active)
 		return;
 	pm_log(s, "node %s will not be our parent: %s", s->names[s->parent_node], why);
+	if (strstr(why, "busy:"))
+		a->busy = true;
 	if (a->fd >= 0) {
 		pm_loop_del(s->loop, &a->conn_w);
 		close(a->fd);
@@ -192,6 +218,8 @@ void pm_attach_start(struct pm_step *s, const char *why)
 	a->active = true;
 	a->ncand = pm_gen_parent_candidates(&s->gen, a->cand, 64);
 	a->next = 0;
+	a->busy = a->pausing = false;
+	a->t0 = pm_now_ms();
 	try_next(s);
 }
 

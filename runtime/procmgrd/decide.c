@@ -550,7 +550,13 @@ void pm_gen_root_act(struct pm_gen *g)
 	if (!g->electing || !pm_gen_majority(g))
 		return;
 	g->electing = false;
-	arm_stop_off(g);
+	/* The election's deadline ends here, but the stop's must go on: a
+	 * node lost with the old root never reports, and only this deadline
+	 * declares it lost (pm_gen_missing) so that a generation can start. */
+	if (g->phase == PM_PHASE_STOPPING)
+		pm_gen_arm_stop(g, 1, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
+	else
+		arm_stop_off(g);
 	event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, g->cf.node), g->elect_why);
 	g->fail_t0 = now(g);

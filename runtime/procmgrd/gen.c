@@ -146,6 +146,11 @@ void arm_stop_off(struct pm_gen *g)
 	arm_stop(g, 0, 0);
 }
 
+void pm_gen_arm_stop(struct pm_gen *g, int stage, unsigned ms)
+{
+	arm_stop(g, stage, ms);
+}
+
 void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 {
 	struct pm_msg m;

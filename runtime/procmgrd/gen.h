@@ -200,6 +200,9 @@ void pm_gen_lost(struct pm_gen *g, int node, const char *why);
 void pm_gen_timer(struct pm_gen *g);
 /* The stop deadline (ops->arm_stop) passed. */
 void pm_gen_stop_timer(struct pm_gen *g);
+/* The join deadline (after_ms since this node started) passed: the
+ * children that never joined are lost. */
+void pm_gen_join_timer(struct pm_gen *g, unsigned after_ms);
 /* Slurm is ending the step here (SIGTERM): the root says "cancelled". */
 void pm_gen_cancel(struct pm_gen *g, const char *why);
 /* End the step from here: the parent is gone, slurmstepd is gone, ... */

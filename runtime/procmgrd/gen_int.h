@@ -53,5 +53,7 @@ int pm_gen_printer(const struct pm_gen *g, int avoid);
 /* decide.c: a root that took over acts once it has a majority. */
 void pm_gen_root_act(struct pm_gen *g);
 void arm_stop_off(struct pm_gen *g);
+/* The stop deadline: stage 1 own ranks, 2 children, 3 the election. */
+void pm_gen_arm_stop(struct pm_gen *g, int stage, unsigned ms);
 
 #endif

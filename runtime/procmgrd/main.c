@@ -44,6 +44,11 @@ struct daemon {
 	socklen_t parent_addrlen, self_addrlen;
 	struct pm_backoff retry;
 	unsigned connect_timeout_ms;
+	/* A failed pre-launch check's ready line, held until the tree knows
+	 * (held_w bounds the wait); join_w: the children's join deadline. */
+	char held[1024];
+	bool holding;
+	struct pm_watch held_w, join_w;
 };
 
 /* "fd:N": the plugin passed a list too long for a command line (Linux
@@ -360,6 +365,85 @@ static void ready(struct daemon *d, enum pm_ready_kind kind, const char *node,
 	d->ready_fd = -1;
 }
 
+/* A child that never joins is lost once it had its own connect_timeout
+ * to reach us and a peer timeout more. */
+static void on_join_deadline(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_loop_del(l, w);
+	pm_gen_join_timer(&d->step.gen, d->connect_timeout_ms + d->step.peer_timeout_ms);
+	pm_step_over(&d->step);
+}
+
+static int arm_join_deadline(struct daemon *d)
+{
+	d->join_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_join_deadline, .arg = d };
+	if (d->join_w.fd < 0 || pm_loop_add(&d->loop, &d->join_w, EPOLLIN))
+		return -1;
+	return pm_timer_set(d->join_w.fd, d->connect_timeout_ms + d->step.peer_timeout_ms, 0);
+}
+
+static void release_held(struct daemon *d)
+{
+	if (!d->holding)
+		return;
+	d->holding = false;
+	pm_loop_del(&d->loop, &d->held_w);
+	close(d->held_w.fd);
+	ready(d, PM_READY_HEALTH, d->step.names[d->step.node], d->held);
+}
+
+/* The tree was told this node failed its checks (the root: every child
+ * joined and was told the end): the plugin may end us now. */
+static void on_told(struct pm_step *s, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (s->node > 0 ? s->parent_ok && s->upq_len == 0 : s->nseen >= s->nchildren)
+		release_held(d);
+}
+
+static void on_held_timeout(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_log(&d->step, "the tree was not told of the failed check within %u ms; "
+	       "telling the plugin anyway (the parent's join deadline covers it)",
+	       d->step.peer_timeout_ms);
+	release_held(d);
+}
+
+/* Before launch: a node that fails never starts a rank, and stays in the
+ * tree only to have the root end the step everywhere. The plugin hears of
+ * the failure once the tree did, within a peer timeout. */
+static void prelaunch_checks(struct daemon *d)
+{
+	struct pm_step *s = &d->step;
+
+	if (!pm_guard_run(&d->guard, d->held, sizeof(d->held))) {
+		ready(d, PM_READY_OK, NULL, NULL);
+		pm_gen_local_ready(&s->gen);
+		return;
+	}
+	d->holding = true;
+	d->held_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_held_timeout, .arg = d };
+	if (d->held_w.fd < 0 || pm_loop_add(&d->loop, &d->held_w, EPOLLIN) ||
+	    pm_timer_set(d->held_w.fd, s->peer_timeout_ms ? s->peer_timeout_ms : 5000, 0)) {
+		d->holding = false;
+		ready(d, PM_READY_HEALTH, s->names[s->node], d->held);
+	}
+	s->told = on_told;
+	s->told_arg = d;
+	pm_gen_health_failed(&s->gen, d->held);
+	on_told(s, d);
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d;
@@ -473,18 +557,11 @@ int main(int argc, char **argv)
 				((uint64_t)s->node << 32) ^ (uint64_t)getpid());
 		try_connect(&d);
 	}
-	/* Before launch: a node that fails never starts a rank, and stays in
-	 * the tree only to have the root end the step everywhere. */
-	{
-		char why[1024];
-		if (pm_guard_run(&d.guard, why, sizeof(why))) {
-			ready(&d, PM_READY_HEALTH, s->names[s->node], why);
-			pm_gen_health_failed(&s->gen, why);
-		} else {
-			ready(&d, PM_READY_OK, NULL, NULL);
-			pm_gen_local_ready(&s->gen);
-		}
+	if (s->nchildren && arm_join_deadline(&d)) {
+		snprintf(err, sizeof(err), "timerfd: %s", strerror(errno));
+		goto out_clean;
 	}
+	prelaunch_checks(&d);
 	if (pm_loop_run(&d.loop))
 		pm_log(s, "epoll: %m");
 	rc = 0;

@@ -473,9 +473,12 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 	char err[512], who[96];
 	uid_t uid = (uid_t)-1;
 	struct pm_msg out;
+	bool may_decode;
 
 	if (m->type != PM_MSG_CLIENT || !qs)
 		return false;
+	/* Rated before munge is asked: a flood of requests costs little. */
+	may_decode = pm_gate_may_decode(s, c);
 	pm_gate_remove(s, c);
 	if (qs->nclients == qs->clients_cap) {
 		int n = qs->clients_cap ? qs->clients_cap * 2 : 8;
@@ -495,6 +498,11 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 		/* With spares the root may have moved: the CLI asks the next. */
 		snprintf(err, sizeof(err), "procmgr: node %s is not the step's root",
 			 s->names[s->node]);
+		goto refuse;
+	}
+	if (!may_decode) {
+		snprintf(err, sizeof(err), "busy: too many requests at the moment; try again");
+		pm_gate_refused(s, "a request not decoded: over the rate (told busy)");
 		goto refuse;
 	}
 	if (admit(s, m, &r, &uid, err, sizeof(err))) {

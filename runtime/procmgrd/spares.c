@@ -304,6 +304,27 @@ int pm_gen_missing(struct pm_gen *g, int *out, int max)
 	return n;
 }
 
+/* A child whose procmgrd never joins (it was killed before it could
+ * connect, or never started) would leave its parent waiting for its report
+ * for ever: once the join deadline passed, it is lost like any node. */
+void pm_gen_join_timer(struct pm_gen *g, unsigned after_ms)
+{
+	char why[128];
+	int miss[64], i, n;
+
+	/* A root that took over has the stop's deadline for that. */
+	if (pm_gen_terminal(g) || (g->root && g->cf.node != 0))
+		return;
+	n = pm_gen_missing(g, miss, 64);
+	snprintf(why, sizeof(why), "its procmgrd did not join the step within %.1f s",
+		 after_ms / 1000.0);
+	for (i = 0; i < n && !pm_gen_terminal(g); i++) {
+		pm_gen_log(g, "child node %s: %s", pm_gen_node_name(g, miss[i]), why);
+		pm_gen_lost(g, miss[i], why);
+	}
+	pm_gen_progress(g);
+}
+
 /* How many nodes are below a root that took over, as the tree was made:
  * enough to act once more than half the step is there. */
 static int attached(const struct pm_gen *g)

@@ -18,11 +18,14 @@
 #include "io/events.h"
 #include "io/loop.h"
 #include "metrics.h"
+#include "gate_rule.h"
 
 /* gate.c: a tree connection that has not said HELLO yet. */
 struct pm_pending {
 	struct pm_conn *c;
 	uint64_t t0;
+	uint8_t src[16];   /* its address (IPv4 mapped into IPv6) */
+	bool node;         /* one of the step's nodes' addresses */
 };
 
 struct pm_step {
@@ -68,6 +71,9 @@ struct pm_step {
 	bool gate_armed, accept_paused;
 	unsigned refused_more, refused_logged;
 	uint64_t refused_t0;
+	uint8_t (*node_addrs)[16]; /* sorted: the step's nodes that may come here */
+	int nnode_addrs;
+	struct pm_bucket cred_bucket; /* credentials not from those nodes */
 	/* Liveness: every link pinged each third of peer_timeout_ms, and lost
 	 * when silent for all of it. One timer for all links. */
 	unsigned peer_timeout_ms;
@@ -81,6 +87,9 @@ struct pm_step {
 		int fd;                 /* connecting, -1 none */
 		struct pm_watch conn_w, timer_w;
 		bool refused_all;       /* every candidate refused outright: gone */
+		bool busy;              /* a candidate said busy this round */
+		bool pausing;           /* timer_w: the pause before another round */
+		uint64_t t0;            /* when the search began */
 		char why[256];
 	} attach;
 	char events_path[PATH_MAX];
@@ -90,6 +99,11 @@ struct pm_step {
 	bool lingering;
 	/* query.c: the procmgr command's requests in flight */
 	struct pm_queries *queries;
+	/* Called once what was queued for the parent went to it, and when a
+	 * child joins: main.c holds a failed check's ready line until the
+	 * tree was told (else slurmstepd ends us before anyone knows why). */
+	void (*told)(struct pm_step *s, void *arg);
+	void *told_arg;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -105,9 +119,12 @@ int pm_gate_init(struct pm_step *s);
 void pm_step_metrics_event(struct pm_step *s, const char *name, const char *fields);
 void pm_step_metrics_end(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
-bool pm_gate_full(const struct pm_step *s);
-/* -1 if full (or out of memory): the caller refuses the connection. */
-int pm_gate_add(struct pm_step *s, struct pm_conn *c);
+/* A new tree connection (fd accepted): held until its HELLO, or refused
+ * ("busy", said to it) and closed. */
+void pm_gate_accept(struct pm_step *s, int fd, pm_msg_fn on_msg, pm_close_fn on_close);
+/* Whether c (still without HELLO) may have its credential decoded now:
+ * false when it is not from a step node and over the rate (say busy). */
+bool pm_gate_may_decode(struct pm_step *s, const struct pm_conn *c);
 void pm_gate_remove(struct pm_step *s, struct pm_conn *c);
 void pm_gate_refused(struct pm_step *s, const char *why);
 /* accept failed (EMFILE...): stop accepting for a tick. */

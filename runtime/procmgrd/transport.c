@@ -303,6 +303,8 @@ void pm_step_child_seen(struct pm_step *s, int idx)
 	s->seen[idx] = true;
 	if (++s->nseen == s->nchildren && s->lingering)
 		pm_loop_stop(s->loop);
+	if (s->told)
+		s->told(s, s->told_arg);
 }
 
 bool pm_step_over(struct pm_step *s)

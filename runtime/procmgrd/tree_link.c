@@ -39,15 +39,18 @@ static void child_closed(struct pm_conn *c, const char *why)
 }
 
 /* Who it is first: nothing else is told to an unknown peer. */
-static int child_hello(struct pm_step *s, const struct pm_msg *m, struct pm_hs *h, char *err,
-		       size_t len)
+static int child_hello(struct pm_step *s, const struct pm_conn *c, const struct pm_msg *m,
+		       struct pm_hs *h, char *err, size_t len)
 {
 	char payload[PM_HS_MAX];
 	int idx = pm_gen_kid_index(&s->gen, m->node);
 	struct pm_conn **slot = idx >= 0 ? pm_step_child(s, idx) : NULL;
 
 	err[0] = '\0';
-	if (pm_auth_decode(s->munge_socket, m->text, s->uid, payload, sizeof(payload), err, len)) {
+	if (!pm_gate_may_decode(s, c)) {
+		snprintf(err, len, "busy: too many hellos to check at the moment; try again");
+	} else if (pm_auth_decode(s->munge_socket, m->text, s->uid, payload, sizeof(payload), err,
+				  len)) {
 		if (!err[0])
 			snprintf(err, len, "credential refused");
 	} else if (pm_hs_parse(payload, h) || h->kind != PM_HS_HELLO) {
@@ -90,7 +93,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	{
 		char err[256], payload[PM_HS_MAX], *cred = NULL;
 		struct pm_hs h;
-		if (child_hello(s, m, &h, err, sizeof(err))) {
+		if (child_hello(s, c, m, &h, err, sizeof(err))) {
 			/* pm_conn_drop keeps the pointer until on_close. */
 			static char why[400];
 			pm_msg_init(&r, PM_MSG_REFUSED);
@@ -140,23 +143,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 
 void pm_step_tree_conn(struct pm_step *s, int fd)
 {
-	struct pm_conn *c;
-
-	if (pm_gate_full(s)) {
-		close(fd);
-		pm_gate_refused(s, "too many connections that have not said hello");
-		return;
-	}
-	c = pm_conn_new(s->loop, fd, child_msg, child_closed, s);
-	if (!c) {
-		pm_log(s, "cannot watch a tree connection: %m");
-		close(fd);
-		return;
-	}
-	if (pm_gate_add(s, c)) {
-		pm_conn_free(c);
-		pm_gate_refused(s, "too many connections that have not said hello");
-	}
+	pm_gate_accept(s, fd, child_msg, child_closed);
 }
 
 /* ---- the parent ---- */
@@ -226,6 +213,8 @@ static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 		for (i = 0; i < s->upq_len; i++)
 			pm_step_send(s, s->parent, &s->upq[i]);
 		s->upq_len = 0;
+		if (s->told)
+			s->told(s, s->told_arg);
 		if (s->attach.active)
 			pm_attach_welcomed(s);
 		return;

@@ -15,6 +15,7 @@ teardown_site() {
 }
 
 teardown() {
+	[ ! -f "$W/stopped-slurmd" ] || kill -CONT "$(cat "$W/stopped-slurmd")" 2>/dev/null || true
 	teardown_site
 	scancel --quiet -u root 2>/dev/null || true
 	wait_until 15 no_leftovers
@@ -71,6 +72,50 @@ step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 	[[ "$output" == *"node pmnode2 failed a health check before launch"* ]]
 	[[ "$output" != *"cannot reach node"* ]]
 	[ "$(count start)" -eq 0 ]
+}
+
+# One task per node: slurmstepd of the failing node ends its procmgrd as
+# soon as the plugin hears of the failure. If the node's parent was not
+# listening yet (here: the first node's slurmd stopped until the check
+# ran), that procmgrd never joined: the node must tell its parent before
+# it goes (its ready line waits for that), and a child that never joins is
+# lost at the join deadline; today's code waited for it for ever. The run
+# is bounded below the join deadline (30 + 5 s): the node's own word must
+# end it.
+fails_before_parent_listens() {
+	local p=${PM_TESTBED_PREFIX:-pmnode} sd t0
+	cat >"$W/check.sh" <<-EOS
+	#!/bin/bash
+	touch "$W/checked-\$SLURMD_NODENAME"
+	[ "\$SLURMD_NODENAME" = ${p}2 ] && { echo "fan 3 failed on \$SLURMD_NODENAME"; exit 1; }
+	exit 0
+	EOS
+	chmod 0755 "$W/check.sh"
+	[ -z "$1" ] || site "drain=no health=script:$W/check.sh"
+	sd=$(cat "$PM_TESTBED_DIR/slurmd-${p}1.pid")
+	echo "$sd" >"$W/stopped-slurmd"
+	kill -STOP "$sd"
+	t0=$SECONDS
+	timeout 30 srun -N4 --ntasks-per-node=1 ${1:---procmgr-health=script:$W/check.sh} "$WORKER" \
+		>"$W/out" 2>&1 &
+	pid=$!
+	wait_until 20 test -e "$W/checked-${p}2" || true
+	kill -CONT "$sd"
+	wait "$pid" && st=0 || st=$?
+	cat "$W/out"
+	echo "status $st after $((SECONDS - t0)) s"
+	[ "$st" -ne 124 ]
+	[ "$st" -ne 0 ]
+	grep -q "^procmgr: node ${p}2 failed a health check before launch: .*fan 3 failed on ${p}2; ending the step" "$W/out"
+	[ "$(count start)" -eq 0 ]
+}
+
+@test "one task per node: a user's check failing before the parent listens ends the step, never a hang" {
+	fails_before_parent_listens ""
+}
+
+@test "one task per node: a site check failing before the parent listens ends the step, never a hang" {
+	fails_before_parent_listens --procmgr
 }
 
 @test "passing checks let the step run; the ranks start after every node passed" {

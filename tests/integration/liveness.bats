@@ -33,11 +33,12 @@ step_ended() {
 worker_pid() { sed -n "s/^start rank=$1 gen=0 .* pid=\([0-9]*\) .*/\1/p" "$PM_LOG" | head -n 1; }
 # Gone, or a zombie waiting for its new parent to reap it: not running.
 dead() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -z "$s" ] || [[ $s == Z* ]]; }
+tree_of() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_of "$c"; done; }
 supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 
 @test "a stopped procmgrd (SIGSTOP) is a lost node: the step ends, naming the node and why" {
 	start_step --procmgr-restart=on-failure:3
-	kill -STOP "$(pgrep -f "procmgrd --job $job --step 0 --node-id 2 ")"
+	kill -STOP "$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")"
 	step_ended
 	[ "$st" -ne 0 ]
 	grep -q "procmgr: lost node pmnode3 (no heartbeat for 5 s); ending the step" "$W/out"
@@ -45,6 +46,31 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	grep -q "rank [45] on pmnode3: its node's procmgrd stopped answering" "$W/out"
 	events "$job" 0 | grep -q '"event":"node_lost".*"node":"pmnode3","reason":"no heartbeat for 5 s"'
 	[ "$(count 'start .*gen=1')" -eq 0 ]
+}
+
+# A node stopped for 4 s (SIGSTOP of its slurmstepd and everything below:
+# procmgrd, supervisors, commands), under the 5 s peer timeout, is not a
+# lost node: after it resumes, its first (late) liveness tick judges no
+# peer before reading what they sent, and its peers allow a ping period's
+# phase. Today it was declared lost (and its tasks killed) most times.
+@test "a node frozen for 4 s (under the 5 s peer timeout) is not lost: the step runs on and succeeds" {
+	timeout 90 srun -N4 -n8 --procmgr-restart=on-failure:3 --export=ALL,RUN=15 "$WORKER" \
+		>"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 8
+	job=$(last_job)
+	d=$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")
+	stepd=$(tr '\0' '\n' </proc/"$d"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1)
+	pids=$(tree_of "$stepd")
+	ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100
+	kill -STOP $pids
+	sleep 4 # the fault itself: how long the node stays frozen
+	kill -CONT $pids
+	step_ended
+	[ "$st" -eq 0 ]
+	! grep -q "lost\|stopped answering" "$W/out"
+	[ "$(count 'start .*gen=1')" -eq 0 ]
+	[ "$(count 'done .*gen=0')" -eq 8 ]
 }
 
 @test "a node whose control traffic is dropped (nft DROP) is lost, and its own ranks end too" {

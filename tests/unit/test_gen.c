@@ -1062,6 +1062,56 @@ static void test_lost_supervisor_while_stopping(void **state)
 }
 
 
+/* A child killed before it joined (a node that failed its checks, its
+ * procmgrd ended by slurmstepd) never reports: at the join deadline it is
+ * lost and the step ends, naming it, instead of waiting for ever. */
+static void test_child_that_never_joins_is_lost(void **state)
+{
+	struct world *w = node(0, 3, 32, 3, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	pm_gen_child_joined(&w->g, 1);
+	child(w, 1, PM_MSG_READY, 0, 1);
+	assert_int_equal(w->g.phase, PM_PHASE_STARTING);
+	clear(w);
+	pm_gen_join_timer(&w->g, 30000);
+	r = last(w, A_DOWN, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_non_null(strstr(r->m.text, "n2"));
+	assert_non_null(strstr(r->m.text, "did not join the step within 30.0 s"));
+	assert_true(pm_gen_terminal(&w->g));
+	done(w);
+
+	/* Every child joined: the deadline changes nothing. */
+	w = node(0, 3, 32, 3, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	launch(w, 0);
+	pm_gen_child_joined(&w->g, 1);
+	pm_gen_child_joined(&w->g, 2);
+	clear(w);
+	pm_gen_join_timer(&w->g, 30000);
+	assert_int_equal(count(w, A_DOWN, -1, 0), 0);
+	assert_int_equal(w->g.phase, PM_PHASE_STARTING);
+	done(w);
+}
+
+/* Below the root, the lost child is passed up for the root to decide. */
+static void test_child_that_never_joins_goes_up(void **state)
+{
+	struct world *w = node(1, 4, 2, 4, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 1);
+	clear(w);
+	pm_gen_join_timer(&w->g, 30000);
+	r = last(w, A_UP, PM_MSG_LOST);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 3);
+	done(w);
+}
+
 /* ---- hot spares ---- */
 
 /* 6 nodes (fanout 32: all below the root), 1 rank each, the last 2 spares. */
@@ -1326,6 +1376,43 @@ static void test_new_root_without_majority_leaves(void **state)
 	done(w);
 }
 
+/* Nodes 0 and 1 lost at once: node 2 takes the root's place with 3, 4
+ * and 5 below it. Node 1 never comes back; the stop's deadline, armed
+ * again after the election, declares it lost and the step goes on. */
+static void test_new_root_declares_the_other_lost_node(void **state)
+{
+	struct world *w = spare_node(2);
+	const struct rec *r;
+	int i;
+	(void)state;
+
+	launch(w, 2);
+	parent(w, PM_MSG_START, 0);
+	clear(w);
+	pm_gen_take_root(&w->g, "node n0 closed the connection");
+	for (i = 3; i <= 5; i++) {
+		assert_true(pm_gen_adopt(&w->g, i) >= 0);
+		pm_gen_child_joined(&w->g, i);
+	}
+	assert_non_null(event(w, "root_moved"));
+	/* The deadline is on after the election, not off. */
+	r = last(w, A_STOPTIMER, 0);
+	assert_non_null(r);
+	assert_true(r->target > 0);
+	rank_stopped(w, 0, 0);
+	for (i = 3; i <= 5; i++)
+		child(w, i, PM_MSG_STOPPED, 0, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 0);
+	clear(w);
+	pm_gen_stop_timer(&w->g);
+	assert_true(pm_gen_excluded(&w->g, 1));
+	r = last(w, A_DOWN, PM_MSG_REPLACE);
+	assert_non_null(r);
+	assert_int_equal(r->m.node, 1);
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_START), 1);
+	done(w);
+}
+
 static void test_orphan_reports_again_to_new_parent(void **state)
 {
 	/* fanout 2, 7 nodes: 1's children are 3, 4. Node 3 reported its
@@ -1505,6 +1592,9 @@ int main(void)
 		cmocka_unit_test(test_parent_candidates),
 		cmocka_unit_test(test_new_root_acts_with_a_majority),
 		cmocka_unit_test(test_new_root_without_majority_leaves),
+		cmocka_unit_test(test_new_root_declares_the_other_lost_node),
+		cmocka_unit_test(test_child_that_never_joins_is_lost),
+		cmocka_unit_test(test_child_that_never_joins_goes_up),
 		cmocka_unit_test(test_orphan_reports_again_to_new_parent),
 		cmocka_unit_test(test_error_in_restart_line),
 		cmocka_unit_test(test_hang_and_lost_carry_no_error),
