@@ -169,6 +169,7 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 	char tool[4096];
 	bool gdb;
 	struct pm_stacks *st;
+	static unsigned seq;
 	int i;
 
 	*out = NULL;
@@ -205,7 +206,8 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 			continue;
 		*t = (struct pm_tool){ .st = st, .target = s->cmd_pgid[i], .lrank = i,
 				       .grank = r->grank };
-		snprintf(t->path, sizeof(t->path), "%s/stack.%d", pm_query_rundir(s), i);
+		/* Unique per capture: queries at once must not share a file. */
+		snprintf(t->path, sizeof(t->path), "%s/stack.%u.%d", pm_query_rundir(s), ++seq, i);
 		t->pid = pm_stacktool_spawn(tool, gdb, t->target, t->path);
 		if (t->pid < 0) {
 			pm_log(s, "cannot start %s for rank %d: %m", tool, r->grank);
