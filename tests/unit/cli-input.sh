@@ -6,7 +6,7 @@ pm=$b/procmgr
 t=$(mktemp -d) || exit 1
 trap 'rm -rf "$t"' EXIT
 fail=0
-printf '{"t":1,"event":"start","gen":0}\n' >"$t/ev.jsonl"
+printf '{"time":1796282925.2,"step":"1.0","event":"start","gen":0}\n{"time":1796282926.2,"step":"1.0","event":"finished","gen":0}\n' >"$t/ev.jsonl"
 
 # --svg with --html: refused, not one of them written silently.
 "$pm" timeline --events "$t/ev.jsonl" --svg "$t/a.svg" --html "$t/a.html" 2>"$t/err"
