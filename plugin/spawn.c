@@ -18,6 +18,7 @@
 #include "io/rundir.h"
 #include "io/safefile.h"
 #include "io/sys.h"
+#include "metricsdir.h"
 #include "plugin.h"
 
 int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen)
@@ -364,4 +365,5 @@ void pm_spawn_stop(struct pm_node *n)
 	if (pm_rundir_remove(n->rundir))
 		pm_err("cannot remove %s: %m", n->rundir);
 	remove_empty_log(n);
+	pm_metricsdir_end(n);
 }
