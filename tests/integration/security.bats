@@ -5,6 +5,7 @@ load helpers
 
 teardown() {
 	[ -z "${imp:-}" ] || kill "$imp" 2>/dev/null || true
+	[ -z "${mounted:-}" ] || umount "$STATE"
 	# A test that opened state_dir to other users closes it again.
 	chown root:root "$STATE"
 	chmod 0755 "$STATE"
@@ -174,4 +175,18 @@ plant() {
 	# Root's own, private: the steps run again.
 	run timeout 60 srun -N2 -n2 --procmgr true
 	[ "$status" -eq 0 ]
+}
+
+# Issue 20 item 10: the event log's first write failed before rank 0's
+# supervisor had come, so the warning reached no one.
+@test "a full state_dir at the step's start: srun's stderr says the event log cannot be written" {
+	mount -t tmpfs -o size=64k,mode=0755 tmpfs "$STATE"
+	mounted=1
+	dd if=/dev/zero of="$STATE/fill" bs=4k 2>/dev/null || true
+	run timeout 60 srun -N2 -n2 --procmgr true
+	umount "$STATE"
+	mounted=
+	echo "$output"
+	[[ "$output" == *"procmgr: the step's event log cannot be written (No space left on device): events from now on are lost (is state_dir full?)"* ]]
+	[ "$(grep -c "event log cannot be written" <<<"$output")" -eq 1 ]
 }
