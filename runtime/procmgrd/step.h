@@ -82,6 +82,7 @@ struct pm_step {
 		struct pm_watch conn_w, timer_w;
 		bool refused_all;       /* every candidate refused outright: gone */
 		char why[256];
+		int lost;               /* the parent whose loss started it */
 	} attach;
 	char events_path[PATH_MAX];
 	/* The event log failed before rank 0's supervisor came to say it. */
