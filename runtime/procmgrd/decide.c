@@ -33,17 +33,13 @@ static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
 	g->cf.ops->event(g->cf.ctx, name, f);
 }
 
-/* "all 8 ranks", and for a step of one rank "its one rank" (not "all 1
- * ranks"). One call per message: the text lives until the next call. */
+/* "all 8 ranks"; "its one rank", not "all 1 ranks". Until the next call. */
 static const char *all_ranks(const struct pm_gen *g)
 {
 	static char buf[32];
-	int n = pm_gen_world(g);
 
-	if (n == 1)
-		return "its one rank";
-	snprintf(buf, sizeof(buf), "all %d ranks", n);
-	return buf;
+	snprintf(buf, sizeof(buf), "all %d ranks", pm_gen_world(g));
+	return pm_gen_world(g) == 1 ? "its one rank" : buf;
 }
 
 static uint64_t now(struct pm_gen *g)
