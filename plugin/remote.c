@@ -13,6 +13,7 @@
 #include "plugin.h"
 #include "spawn.h"
 #include "taskenv.h"
+#include "metricsdir.h"
 #include "topocache.h"
 
 static struct pm_node node_s;
@@ -69,6 +70,7 @@ int pm_remote_post_opt(spank_t sp)
 		return defer_error(err, false);
 	if (pm_g.resolved.bind)
 		pm_topocache_refresh();
+	pm_metricsdir_prepare(&node_s);
 	return 0;
 }
 

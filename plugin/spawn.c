@@ -16,41 +16,52 @@
 
 #include "common/checkspec.h"
 #include "io/rundir.h"
+#include "io/safefile.h"
 #include "io/sys.h"
+#include "metricsdir.h"
 #include "plugin.h"
 
 int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen)
 {
+	const char *job = strrchr(n->jobdir, '/');
 	struct stat st;
+	int dfd, rc = -1;
 
-	/* state_dir/JOB belongs to the job's user: the event log and procmgrd's
-	 * logs stay there for the user to read. */
-	if (mkdir(pm_g.site.state_dir, 0755) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create state_dir %s: %s", pm_g.site.state_dir,
-			 strerror(errno));
+	/* state_dir is root's alone, judged without following a link: root
+	 * creates, chmods and renames files in it (the topology cache), and a
+	 * directory another user may write lets them plant links and FIFOs
+	 * there. state_dir/JOB belongs to the job's user: the event log and
+	 * procmgrd's logs stay there for the user to read. */
+	dfd = pm_privdir_open(pm_g.site.state_dir, 0755, 0, err, errlen);
+	if (dfd < 0)
 		return -1;
+	if (!job || !*++job) {
+		snprintf(err, errlen, "%s is not a job directory in state_dir", n->jobdir);
+		goto out;
 	}
-	if (mkdir(n->jobdir, 0700) && errno != EEXIST) {
+	if (mkdirat(dfd, job, 0700) && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create %s: %s", n->jobdir, strerror(errno));
-		return -1;
+		goto out;
 	}
-	/* We are root here: never follow a link, never take another user's
-	 * directory (a job id seen before, or a trap). */
-	if (lstat(n->jobdir, &st)) {
+	/* Never take another user's directory (a job id seen before). */
+	if (fstatat(dfd, job, &st, AT_SYMLINK_NOFOLLOW)) {
 		snprintf(err, errlen, "cannot stat %s: %s", n->jobdir, strerror(errno));
-		return -1;
+		goto out;
 	}
 	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != n->uid)) {
 		snprintf(err, errlen, "%s is not a directory of root or of the job's user: "
 			 "remove it", n->jobdir);
-		return -1;
+		goto out;
 	}
-	if (lchown(n->jobdir, n->uid, n->gid)) {
+	if (fchownat(dfd, job, n->uid, n->gid, AT_SYMLINK_NOFOLLOW)) {
 		snprintf(err, errlen, "cannot give %s to the job's user: %s", n->jobdir,
 			 strerror(errno));
-		return -1;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	close(dfd);
+	return rc;
 }
 
 /* In the child, before exec: become the job's user for good. */
@@ -354,4 +365,5 @@ void pm_spawn_stop(struct pm_node *n)
 	if (pm_rundir_remove(n->rundir))
 		pm_err("cannot remove %s: %m", n->rundir);
 	remove_empty_log(n);
+	pm_metricsdir_end(n);
 }

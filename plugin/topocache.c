@@ -1,17 +1,20 @@
 #include "topocache.h"
 
 #include <stdbool.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "affinity/topology.h"
+#include "io/safefile.h"
 #include "plugin.h"
 
 /* Per host, as state_dir may be shared between nodes. */
-static int cache_path(char *buf, size_t len)
+static int cache_name(char *buf, size_t len)
 {
 	char host[256];
 	int n;
@@ -19,7 +22,20 @@ static int cache_path(char *buf, size_t len)
 	if (gethostname(host, sizeof(host)))
 		return -1;
 	host[sizeof(host) - 1] = '\0';
-	n = snprintf(buf, len, "%s/topology.%s.xml", pm_g.site.state_dir, host);
+	if (strchr(host, '/'))
+		return -1;
+	n = snprintf(buf, len, "topology.%s.xml", host);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int cache_path(char *buf, size_t len)
+{
+	char name[300];
+	int n;
+
+	if (cache_name(name, sizeof(name)))
+		return -1;
+	n = snprintf(buf, len, "%s/%s", pm_g.site.state_dir, name);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
@@ -40,23 +56,44 @@ static time_t boot_time(void)
 }
 
 /* Root's and no one else's to change: the plugin plans as root from it. */
-static bool current(const char *path)
+static bool current_at(int dfd, const char *name)
 {
 	struct stat st;
 	time_t bt = boot_time();
 
-	return bt > 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-	       !(st.st_mode & 022) && st.st_mtime >= bt;
+	return bt > 0 && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+	       st.st_mtime >= bt;
 }
 
+static bool current(const char *path)
+{
+	return current_at(AT_FDCWD, path);
+}
+
+/* As root: state_dir opened once and judged root's alone (spawn.c made it
+ * so), the file created new and renamed in it (io/safefile.h). */
 void pm_topocache_refresh(void)
 {
-	char path[PATH_MAX], err[PM_ERRLEN];
+	char name[300], err[PM_ERRLEN];
+	char *xml = NULL;
+	size_t len;
+	int dfd;
 
-	if (pm_g.site.topology[0] || cache_path(path, sizeof(path)) || current(path))
+	if (pm_g.site.topology[0] || cache_name(name, sizeof(name)))
 		return;
-	if (pm_topo_export(path, err, sizeof(err)))
+	dfd = pm_privdir_open(pm_g.site.state_dir, 0755, 0, err, sizeof(err));
+	if (dfd < 0) {
 		pm_info("no topology cache, each step discovers the topology: %s", err);
+		return;
+	}
+	/* Read by the plugin as the job's user. */
+	if (!current_at(dfd, name) &&
+	    (pm_topo_export_xml(&xml, &len, err, sizeof(err)) ||
+	     pm_safefile_write(dfd, name, xml, len, 0644, err, sizeof(err))))
+		pm_info("no topology cache, each step discovers the topology: %s", err);
+	free(xml);
+	close(dfd);
 }
 
 const char *pm_topocache_xml(char *buf, size_t len)

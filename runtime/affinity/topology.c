@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -253,17 +254,14 @@ out:
 	return rc;
 }
 
-int pm_topo_export(const char *path, char *err, size_t errlen)
+int pm_topo_export_xml(char **xml, size_t *len, char *err, size_t errlen)
 {
 	hwloc_topology_t topo;
-	char tmp[4096];
-	int rc = -1, n;
+	char *buf = NULL;
+	int rc = -1, n = 0;
 
-	n = snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		snprintf(err, errlen, "topology file name too long: %.300s", path);
-		return -1;
-	}
+	*xml = NULL;
+	*len = 0;
 	if (hwloc_topology_init(&topo)) {
 		snprintf(err, errlen, "hwloc_topology_init: %s", strerror(errno));
 		return -1;
@@ -279,19 +277,25 @@ int pm_topo_export(const char *path, char *err, size_t errlen)
 			 strerror(errno));
 		goto out;
 	}
-	if (hwloc_topology_export_xml(topo, tmp, 0)) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		unlink(tmp);
+	/* In memory: the caller writes it where and as it safely can (root
+	 * in state_dir), not hwloc by a name. */
+	if (hwloc_topology_export_xmlbuffer(topo, &buf, &n, 0) || n <= 0) {
+		snprintf(err, errlen, "cannot export this machine's topology as XML: %s",
+			 strerror(errno));
 		goto out;
 	}
-	/* Read by the plugin as the job's user. */
-	if (chmod(tmp, 0644) || rename(tmp, path)) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
+	*xml = malloc((size_t)n);
+	if (!*xml) {
+		snprintf(err, errlen, "cannot allocate %d bytes: %s", n, strerror(errno));
 		goto out;
 	}
+	/* n counts the final NUL, which is no part of the file. */
+	memcpy(*xml, buf, (size_t)n);
+	*len = (size_t)n - 1;
 	rc = 0;
 out:
+	if (buf)
+		hwloc_free_xmlbuffer(topo, buf);
 	hwloc_topology_destroy(topo);
 	return rc;
 }

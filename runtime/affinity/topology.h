@@ -11,12 +11,11 @@
  * (naming the file) in err. */
 int pm_topo_load(struct pm_topo *t, const char *xml, char *err, size_t errlen);
 
-/* Discover this machine as pm_topo_load does and write it to path as hwloc
- * XML, every CPU and memory node included (allowed or not to this
- * process), so that a later pm_topo_load(path) of any process sees what
- * live discovery shows an unrestricted one. Written to a temporary file
- * beside path, then renamed: a reader sees the old file or the whole new
- * one. 0, or -1 with err. */
-int pm_topo_export(const char *path, char *err, size_t errlen);
+/* Discover this machine as pm_topo_load does and export it as hwloc XML
+ * in *xml (malloc'd, len bytes, NUL-terminated beyond them), every CPU and
+ * memory node included (allowed or not to this process), so that a later
+ * pm_topo_load of the file written from it, by any process, sees what live
+ * discovery shows an unrestricted one. 0, or -1 with err. */
+int pm_topo_export_xml(char **xml, size_t *len, char *err, size_t errlen);
 
 #endif

@@ -83,6 +83,7 @@ static void print_notes(const char *notes, int json)
 			printf("%s", first ? "" : ",");
 			pm_json_print(stdout, line);
 		} else {
+			pm_text_visible(line);
 			printf("%s\n", line);
 		}
 		first = 0;
@@ -104,6 +105,10 @@ static int show(const struct pm_target *t, struct answers *a, int json)
 		return 1;
 	}
 	for (i = 0; i < a->n; i++) {
+		/* The job user's text, on a terminal that may be root's: no
+		 * escape sequence gets through (JSON escapes its own). */
+		if (!json && a->st[i].text)
+			pm_text_visible(a->st[i].text);
 		texts[i] = a->st[i].text ? a->st[i].text : "";
 		ranks[i] = a->st[i].rank;
 	}

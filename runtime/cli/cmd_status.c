@@ -114,7 +114,8 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
 		char rank[16], pid[16];
-		snprintf(rank, sizeof(rank), r->rank < 0 ? "?" : "%d", r->rank);
+		/* No rank (a spare in reserve, a supervisor not yet come): "-". */
+		snprintf(rank, sizeof(rank), r->rank < 0 ? "-" : "%d", r->rank);
 		snprintf(pid, sizeof(pid), r->pid ? "%d" : "-", r->pid);
 		fmt_ms(r->beat_ms, beat, sizeof(beat));
 		fmt_ms(r->cpu_ms, cpu, sizeof(cpu));

@@ -101,8 +101,17 @@ int pm_cmd_timeline(int argc, char **argv)
 		switch (c) {
 		case 'e': events = optarg; break;
 		case 'd': state_dir = optarg; break;
-		case 's': outp = optarg; o.html = false; break;
-		case 'H': outp = optarg; o.html = true; break;
+		case 's':
+		case 'H':
+			/* One picture a run: the last of two must not silently win. */
+			if (outp) {
+				fprintf(stderr, "procmgr timeline: --svg and --html: one picture "
+					"at a time (run it once for each)\n" USAGE);
+				return 2;
+			}
+			outp = optarg;
+			o.html = c == 'H';
+			break;
 		case 'h': help(stdout); return 0;
 		default: fputs(USAGE, stderr); return 2;
 		}

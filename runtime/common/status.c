@@ -157,6 +157,11 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 		if (strcmp(n[i].phase, "absent") && strcmp(n[i].phase, "lost"))
 			s->nodes_up++;
 	for (i = 0; i < nr; i++) {
+		if (!strcmp(r[i].state, "spare")) {
+			s->spares++;
+			s->ranks--;
+			continue;
+		}
 		if (!strcmp(r[i].state, "running"))
 			s->running++;
 		else if (!strcmp(r[i].state, "done"))
@@ -165,9 +170,9 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 			s->failed++;
 		else
 			s->other++;
-		if (i == 0 || r[i].gen < s->gen_min)
+		if (s->running + s->done + s->failed + s->other == 1 || r[i].gen < s->gen_min)
 			s->gen_min = r[i].gen;
-		if (i == 0 || r[i].gen > s->gen_max)
+		if (s->running + s->done + s->failed + s->other == 1 || r[i].gen > s->gen_max)
 			s->gen_max = r[i].gen;
 	}
 }
@@ -197,5 +202,7 @@ void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
 		ADD("; generation %u", s->gen_max);
 	else
 		ADD("; generations %u to %u", s->gen_min, s->gen_max);
+	if (s->spares)
+		ADD("; %d spare%s in reserve", s->spares, s->spares == 1 ? "" : "s");
 #undef ADD
 }

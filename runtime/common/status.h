@@ -23,7 +23,7 @@ struct pm_st_node {
 struct pm_st_rank {
 	int rank, local, node; /* rank -1: its supervisor has not come yet */
 	int pid;        /* the command's, 0 when none runs */
-	char state[16]; /* absent idle running done failed gone */
+	char state[16]; /* absent idle running done failed gone; spare (rank -1) */
 	unsigned gen;
 	long long beat_ms; /* age of the last heartbeat, -1 without a hang timeout */
 	long long cpu_ms;  /* the command's user+system time, -1 unknown */
@@ -40,6 +40,7 @@ struct pm_st_summary {
 	int nodes, nodes_up, ranks;
 	int running, done, failed, other; /* ranks by state */
 	unsigned gen_min, gen_max;
+	int spares; /* rows of spares in reserve (state "spare"): no rank of the step */
 };
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
 		     struct pm_st_summary *s);

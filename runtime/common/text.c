@@ -66,3 +66,22 @@ void pm_fmt_seconds(unsigned ms, char *buf, size_t len)
 		frac[n - 1] = '\0';
 	snprintf(buf, len, "%u.%s", ms / 1000, frac);
 }
+
+size_t pm_text_visible(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t n = 0;
+
+	for (; *p; p++) {
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) {
+			*p = '?';
+			n++;
+		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			p[0] = '?';
+			p[1] = '?';
+			p++;
+			n += 2;
+		}
+	}
+	return n;
+}

@@ -11,6 +11,11 @@
 void pm_json_escape(const char *s, char *buf, size_t len);
 /* s as a JSON string, quotes included, onto f. */
 void pm_json_print(FILE *f, const char *s);
+/* Make s safe to print on a terminal, in place: every control character
+ * but newline and tab (ESC above all: the job user's text must not drive
+ * root's terminal), DEL and the C1 controls (U+0080-U+009F in UTF-8)
+ * become '?'. Returns how many bytes were replaced. */
+size_t pm_text_visible(char *s);
 /* A duration as people and Slurm's users write it in seconds: "30",
  * "1.5", "0.25" (no trailing zeros). */
 void pm_fmt_seconds(unsigned ms, char *buf, size_t len);

@@ -70,8 +70,9 @@ static void give_up(struct pm_step *s)
 		pm_step_over(s);
 		return;
 	}
+	/* The parent that was lost, not the last candidate asked. */
 	snprintf(text, sizeof(text), "procmgr: lost node %s (%s) and no other node above "
-		 "answered; this node ends its part", pm_gen_node_name(&s->gen, s->parent_node),
+		 "answered; this node ends its part", pm_gen_node_name(&s->gen, a->lost),
 		 a->why);
 	/* The rest of the step goes on without us: not a failure of the job. */
 	pm_gen_leave(&s->gen, text);
@@ -214,6 +215,7 @@ void pm_attach_start(struct pm_step *s, const char *why)
 		return;
 	pm_log(s, "lost our parent: %s", why);
 	snprintf(a->why, sizeof(a->why), "%s", why);
+	a->lost = s->parent_node;
 	pm_gen_lost(&s->gen, s->parent_node, why);
 	a->active = true;
 	a->ncand = pm_gen_parent_candidates(&s->gen, a->cand, 64);

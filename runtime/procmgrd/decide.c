@@ -33,6 +33,15 @@ static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
 	g->cf.ops->event(g->cf.ctx, name, f);
 }
 
+/* "all 8 ranks"; "its one rank", not "all 1 ranks". Until the next call. */
+static const char *all_ranks(const struct pm_gen *g)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "all %d ranks", pm_gen_world(g));
+	return pm_gen_world(g) == 1 ? "its one rank" : buf;
+}
+
 static uint64_t now(struct pm_gen *g)
 {
 	return g->cf.ops->now_ms(g->cf.ctx);
@@ -119,7 +128,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_tell(g, "procmgr: generation %u: node %s failed a health check (%s); "
-			      "restarting all %d ranks", g->gen, node, m->text, pm_gen_world(g));
+			      "restarting %s", g->gen, node, m->text, all_ranks(g));
 		restart(g, delay);
 		return;
 	}
@@ -212,8 +221,8 @@ static bool hang_decide(struct pm_gen *g)
 	      (unsigned long long)(h->followers ? h->next_beat - h->beat : 0));
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
-		pm_gen_tell(g, "procmgr: generation %u: %s; restarting all %d ranks (restart %d of %d)",
-			   g->gen, what, pm_gen_world(g), g->restarts + 1, g->cf.policy.max_restarts);
+		pm_gen_tell(g, "procmgr: generation %u: %s; restarting %s (restart %d of %d)",
+			   g->gen, what, all_ranks(g), g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
 	}
@@ -307,8 +316,8 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	}
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
-		pm_gen_tell(g, "procmgr: generation %u: rank %d on %s %s; restarting all %d ranks "
-			      "(restart %d of %d)", m->gen, m->rank, node, how, pm_gen_world(g),
+		pm_gen_tell(g, "procmgr: generation %u: rank %d on %s %s; restarting %s "
+			      "(restart %d of %d)", m->gen, m->rank, node, how, all_ranks(g),
 			   g->restarts + 1, g->cf.policy.max_restarts);
 		restart(g, delay);
 		return;
@@ -444,8 +453,8 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
 	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
 	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
-		      "restarting all %d ranks (restart %d of %d, %d spare%s left)", g->gen, name,
-		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_world(g),
+		      "restarting %s (restart %d of %d, %d spare%s left)", g->gen, name,
+		   why, ranks, pm_gen_node_name(g, r.spare), all_ranks(g),
 		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
 		   pm_gen_spares_left(g) == 1 ? "" : "s");
 	if (self) {
@@ -614,7 +623,7 @@ int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t 
 	pm_json_escape(who, esc, sizeof(esc));
 	event(g, "restart_requested", "\"gen\":%u,\"by\":\"%s\"", g->gen, esc);
 	snprintf(text, sizeof(text), "procmgr: generation %u: %s asked for a restart; "
-		 "restarting all %d ranks (restart %d)", g->gen, who, pm_gen_world(g),
+		 "restarting %s (restart %d)", g->gen, who, all_ranks(g),
 		 g->restarts + 1);
 	tell(g, text);
 	restart(g, 0);

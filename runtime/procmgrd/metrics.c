@@ -32,8 +32,9 @@ void pm_step_metrics_event(struct pm_step *s, const char *name, const char *fiel
 	publish(s);
 }
 
+/* The final counters stay for the scrapes (the plugin removes them later,
+ * as root: the directory is not ours to delete in). */
 void pm_step_metrics_end(struct pm_step *s)
 {
-	if (s->metrics_dir && s->node == 0)
-		pm_metrics_remove(s->metrics_dir, s->job, s->stepid);
+	(void)s;
 }

@@ -1,10 +1,10 @@
 /* Prometheus metrics of a step, in node_exporter's textfile format: the
  * root's procmgrd keeps counters from its own events (so every decision,
  * the lead's new ones included, counts without a second call site) and
- * rewrites one file per step in the site's metrics_dir, atomically.
+ * rewrites one file per step in the site's metrics_dir (made by the plugin).
  *
  * pm_metrics_note and pm_metrics_format are pure (metrics_text.c, unit
- * tested); pm_metrics_write and pm_metrics_remove do the file
+ * tested); pm_metrics_write does the file
  * (metrics_file.c); metrics.c feeds them from procmgrd's step. */
 #ifndef PM_METRICS_H
 #define PM_METRICS_H
@@ -42,10 +42,8 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len);
 
 /* The file of a step: DIR/procmgr-JOB.STEP.prom. */
 int pm_metrics_path(char *buf, size_t len, const char *dir, uint32_t job, uint32_t step);
-/* Written through a temporary file in dir and renamed over the step's: a
- * scrape never sees half of it. A file of another user's is not replaced.
- * -1 with errno. */
+/* Rewritten in place in the file the plugin created for us (no other:
+ * never a link, a FIFO or another user's file). -1 with errno. */
 int pm_metrics_write(const char *dir, uint32_t job, uint32_t step, const char *text);
-void pm_metrics_remove(const char *dir, uint32_t job, uint32_t step);
 
 #endif

@@ -1,4 +1,8 @@
-/* The step's metrics file: written whole or not at all. */
+/* The step's metrics file: created by the plugin, as root, for the job's
+ * user in a metrics_dir that is root's alone (plugin/metricsdir.c), so that
+ * no other user can create, replace or plant it; rewritten here in place.
+ * A scrape at the instant of a rewrite may read a mix of two versions
+ * (node_exporter then reports that scrape's error); the next one is whole. */
 #include "metrics.h"
 
 #include <errno.h>
@@ -9,10 +13,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/metricsname.h"
+
 int pm_metrics_path(char *buf, size_t len, const char *dir, uint32_t job, uint32_t step)
 {
-	int n = snprintf(buf, len, "%s/procmgr-%u.%u.prom", dir, job, step);
+	char name[64];
+	int n;
 
+	if (pm_metrics_name(name, sizeof(name), job, step)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	n = snprintf(buf, len, "%s/%s", dir, name);
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -22,62 +34,36 @@ int pm_metrics_path(char *buf, size_t len, const char *dir, uint32_t job, uint32
 
 int pm_metrics_write(const char *dir, uint32_t job, uint32_t step, const char *text)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char path[PATH_MAX];
 	size_t len = strlen(text), off = 0;
 	struct stat st;
 	int fd, e;
 
 	if (pm_metrics_path(path, sizeof(path), dir, job, step))
 		return -1;
-	/* node_exporter reads *.prom only: the temporary name is never read. */
-	if (snprintf(tmp, sizeof(tmp), "%s/.procmgr-%u.%u.prom.%ld", dir, job, step,
-		     (long)getpid()) >= (int)sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	/* The name is the step's; a file there that is not ours stays. */
-	if (lstat(path, &st) == 0 && (st.st_uid != geteuid() || !S_ISREG(st.st_mode))) {
-		errno = EEXIST;
-		return -1;
-	}
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* Ours, made by root for us: no link, no FIFO, nobody else's. */
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
 	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
+		ssize_t n = pwrite(fd, text + off, len - off, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			goto fail;
 		off += (size_t)n;
 	}
-	/* Readable by node_exporter's user, whatever our umask. */
-	if (fchmod(fd, 0644))
+	if (ftruncate(fd, (off_t)len))
 		goto fail;
-	if (close(fd)) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path))
-		goto fail;
-	return 0;
+	return close(fd);
 fail:
 	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+	close(fd);
 	errno = e;
 	return -1;
-}
-
-void pm_metrics_remove(const char *dir, uint32_t job, uint32_t step)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (pm_metrics_path(path, sizeof(path), dir, job, step) == 0 && lstat(path, &st) == 0 &&
-	    st.st_uid == geteuid())
-		unlink(path);
 }

@@ -450,8 +450,12 @@ static int admit(struct pm_step *s, const struct pm_msg *m, struct pm_request *r
 	if (*uid != s->uid && *uid != 0) {
 		user_name(s->uid, owner, sizeof(owner));
 		user_name(*uid, asker, sizeof(asker));
-		snprintf(err, len, "job %u belongs to %s; only %s and root may query it (you are %s)",
-			 s->job, owner, owner, asker);
+		if (s->uid == 0)
+			snprintf(err, len, "job %u belongs to root; only root may query it "
+				 "(you are %s)", s->job, asker);
+		else
+			snprintf(err, len, "job %u belongs to %s; only %s and root may query "
+				 "it (you are %s)", s->job, owner, owner, asker);
 		return -1;
 	}
 	if (pm_request_parse(payload, r)) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,11 @@ struct pm_stacks {
 	void *arg;
 	bool *cancelled; /* set when freed from inside a callback */
 };
+
+/* Local ranks whose debugger runs now, for whichever query: a process
+ * has one tracer at a time, so a second query's tool would only fail
+ * (ptrace: Operation not permitted) or wait out its bound. */
+static bool *busy;
 
 /* The tool's output as a stack, or its last words when it gave none. */
 static void result(struct pm_tool *t, bool killed, char *text, size_t len)
@@ -87,6 +93,8 @@ static void tool_free(struct pm_stacks *st, struct pm_tool *t, bool kill_it)
 	if (!t->running)
 		return;
 	t->running = false;
+	if (busy)
+		busy[t->lrank] = false;
 	if (kill_it)
 		kill(-t->pid, SIGKILL);
 	pm_loop_del(st->s->loop, &t->w);
@@ -169,6 +177,7 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 	char tool[4096];
 	bool gdb;
 	struct pm_stacks *st;
+	static unsigned seq;
 	int i;
 
 	*out = NULL;
@@ -197,15 +206,26 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 		free_all(st);
 		return -1;
 	}
+	if (!busy)
+		busy = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*busy));
 	for (i = 0; i < s->ntasks_local; i++) {
 		const struct pm_gen_rank *r = &s->gen.ranks[i];
 		struct pm_tool *t = &st->t[st->n];
 		if (r->st != PM_RANK_RUNNING || s->cmd_pgid[i] <= 0 ||
 		    (strcmp(ranks, "-") && pm_ranks_contains(ranks, r->grank) != 1))
 			continue;
+		if (busy && busy[i]) {
+			char text[256];
+			snprintf(text, sizeof(text), "procmgr: no stack for rank %d (pid %d): "
+				 "another procmgr stacks is taking it now (one debugger at a "
+				 "time); ask again\n", r->grank, (int)s->cmd_pgid[i]);
+			each(s, arg, i, r->grank, text);
+			continue;
+		}
 		*t = (struct pm_tool){ .st = st, .target = s->cmd_pgid[i], .lrank = i,
 				       .grank = r->grank };
-		snprintf(t->path, sizeof(t->path), "%s/stack.%d", pm_query_rundir(s), i);
+		/* Unique per capture: queries at once must not share a file. */
+		snprintf(t->path, sizeof(t->path), "%s/stack.%u.%d", pm_query_rundir(s), ++seq, i);
 		t->pid = pm_stacktool_spawn(tool, gdb, t->target, t->path);
 		if (t->pid < 0) {
 			pm_log(s, "cannot start %s for rank %d: %m", tool, r->grank);
@@ -222,6 +242,8 @@ int pm_stacks_take(struct pm_step *s, const char *ranks, unsigned ms, pm_stack_f
 			continue;
 		}
 		t->running = true;
+		if (busy)
+			busy[i] = true;
 		st->n++;
 		st->left++;
 	}

@@ -4,6 +4,7 @@
 #include "step.h"
 #include "query.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,11 +85,12 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	size_t off = 0;
 	int i;
 
+	bool spare = s->opts.spares && s->gen.node_slot && s->gen.node_slot[s->node] < 0 &&
+		     !pm_gen_terminal(&s->gen);
+
 	snprintf(n.name, sizeof(n.name), "%s", s->names[s->node]);
 	/* A hot spare in reserve says so, whatever the step's phase. */
-	snprintf(n.phase, sizeof(n.phase), "%s",
-		 s->opts.spares && s->gen.node_slot && s->gen.node_slot[s->node] < 0 &&
-				 !pm_gen_terminal(&s->gen) ? "spare" : pm_phase_name(s->gen.phase));
+	snprintf(n.phase, sizeof(n.phase), "%s", spare ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
@@ -98,7 +100,10 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 		struct pm_st_rank r = { .rank = g->st == PM_RANK_ABSENT ? -1 : g->grank,
 					.local = i, .node = s->node, .gen = s->gen.gen };
 		r.pid = g->st == PM_RANK_RUNNING ? (int)s->cmd_pgid[i] : 0;
-		snprintf(r.state, sizeof(r.state), "%s", rank_state(g->st));
+		/* A spare's supervisor holds no rank yet: no rank number. */
+		if (spare)
+			r.rank = -1;
+		snprintf(r.state, sizeof(r.state), "%s", spare ? "spare" : rank_state(g->st));
 		r.beat_ms = g->st == PM_RANK_RUNNING ? beat_age(s, i) : -1;
 		usage(r.pid, &r.cpu_ms, &r.rss_kb);
 		if (pm_st_rank_format(&r, line, sizeof(line)))

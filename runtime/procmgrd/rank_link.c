@@ -87,7 +87,9 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 		s->ranks[c->id] = NULL;
 		c->id = -1;
 		pm_conn_drop(c, "a second supervisor for the same rank");
+		return;
 	}
+	pm_step_events_untold(s);
 }
 
 void pm_step_rank_conn(struct pm_step *s, int fd)

@@ -91,8 +91,12 @@ struct pm_step {
 		bool pausing;           /* timer_w: the pause before another round */
 		uint64_t t0;            /* when the search began */
 		char why[256];
+		int lost;               /* the parent whose loss started it */
 	} attach;
 	char events_path[PATH_MAX];
+	/* The event log failed before rank 0's supervisor came to say it. */
+	bool events_untold;
+	int events_errno;
 	unsigned port;
 	/* After the end, until every child was told it (or PM_LINGER_MS). */
 	struct pm_watch linger_w;
@@ -156,6 +160,9 @@ void pm_step_terminate(struct pm_step *s);
 /* rank_link.c: what a lost supervisor ran dies with it; a silent one is
  * killed too (it may be stopped, and would hold the Slurm step). */
 void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor);
+/* transport.c: the event log's failure, on srun's stderr once rank 0's
+ * supervisor is there to say it. */
+void pm_step_events_untold(struct pm_step *s);
 /* tree_link.c: a child joined. */
 void pm_step_child_seen(struct pm_step *s, int idx);
 /* attach.c: the parent is lost (spares): ask its ancestors, then the

@@ -124,8 +124,6 @@ static void event(void *ctx, const char *name, const char *fields)
 {
 	struct pm_step *s = ctx;
 	char text[PATH_MAX + 256];
-	struct pm_msg m;
-	int i;
 
 	pm_step_metrics_event(s, name, fields);
 	if (pm_event(&s->events, name, fields) == 0) {
@@ -134,15 +132,33 @@ static void event(void *ctx, const char *name, const char *fields)
 	}
 	if (s->events.lost != 1)
 		return;
-	/* Said once, here and on srun's stderr through rank 0's supervisor. */
+	/* Said once, here and on srun's stderr through rank 0's supervisor;
+	 * at the step's start that one has not come yet: when it does. */
+	s->events_errno = errno;
+	s->events_untold = true;
 	snprintf(text, sizeof(text), "procmgr: the step's event log cannot be written (%s): "
 		 "events from now on are lost (is state_dir full?)", strerror(errno));
 	pm_log(s, "%s", text);
+	pm_step_events_untold(s);
+}
+
+void pm_step_events_untold(struct pm_step *s)
+{
+	char text[PATH_MAX + 256];
+	struct pm_msg m;
+	int i;
+
+	if (!s->events_untold)
+		return;
+	snprintf(text, sizeof(text), "procmgr: the step's event log cannot be written (%s): "
+		 "events from now on are lost (is state_dir full?)", strerror(s->events_errno));
 	pm_msg_init(&m, PM_MSG_PRINT);
 	pm_msg_set_text(&m, text);
 	for (i = 0; i < s->ntasks_local; i++)
-		if (s->ranks[i] && s->gen.ranks[i].grank == 0)
+		if (s->ranks[i] && s->gen.ranks[i].grank == 0) {
 			pm_step_send(s, s->ranks[i], &m);
+			s->events_untold = false;
+		}
 }
 
 /* The nodes lost so far, for the job script: one line, replaced whole. */

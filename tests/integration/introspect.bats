@@ -196,3 +196,61 @@ PY
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"no running step 999999.0"* ]]
 }
+
+# Issue 20 item 10: the job user's text reaches root's terminal through
+# procmgr stacks: no escape sequence passes (the script's name carries one);
+# two queries at once both answer at once (they shared one file per rank,
+# and two debuggers cannot trace one process).
+@test "procmgr stacks: escape sequences in the user's frames are shown as '?', not sent to the terminal; two queries at once both answer" {
+	local esc=$'\e]0;owned\a\e[31m'
+	cp "$STUCK" "$W/stuck$esc.py"
+	chmod 0644 "$W/stuck$esc.py"
+	as_user timeout 90 srun -N2 -n4 --procmgr --export=ALL,STUCK_RANK=3 \
+		/usr/bin/python3 "$W/stuck$esc.py" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 4
+	job=$(last_job)
+	"$PROCMGR" stacks "$job" >"$W/s1" 2>&1 & p1=$!
+	"$PROCMGR" stacks "$job" >"$W/s2" 2>&1 & p2=$!
+	wait "$p1" || { cat "$W/s1"; return 1; }
+	wait "$p2" || { cat "$W/s2"; return 1; }
+	cat "$W/s1" "$W/s2"
+	# One debugger per process: each rank's stack is in one answer, the
+	# other says at once why not (it used to fail or wait out 20 s).
+	for r in 0 1 2 3; do
+		[ "$(cat "$W/s1" "$W/s2" | grep -c "^procmgr: no stack for rank $r (pid [0-9]*): another procmgr stacks is taking it now (one debugger at a time); ask again$")" -le 1 ]
+	done
+	! grep -q "did not finish within\|Operation not permitted" "$W/s1" "$W/s2"
+	for f in "$W/s1" "$W/s2"; do
+		! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$f"
+	done
+	# Alone, every rank's stack; the user's escape sequence made visible.
+	run "$PROCMGR" stacks "$job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"== rank 3 (1) in spin =="* ]]
+	[[ "$output" == *'stuck?]0;owned??[31m.py", line 18, in spin'* ]]
+	! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$output"
+	as_user "$PROCMGR" stop "$job"
+	step_ends 30
+}
+
+@test "procmgr status with a spare: its supervisor shows no rank ('-', state spare), the summary counts it apart; root's own job is 'only root may query it'" {
+	srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 --procmgr-restart=on-failure:1 \
+		--export=ALL,RUN=30 "$WORKER" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 3
+	job=$(last_job)
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "step $job.0: 3 ranks on 4 nodes: 3 running; generation 0; 1 spare in reserve" ]]
+	grep -Eq "^- +0 +${PM_TESTBED_PREFIX:-pmnode}4 +- +spare " <<<"$output"
+	! grep -Eq '^\? ' <<<"$output"
+	run runuser -u daemon -- "$PROCMGR" status "$job"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"job $job belongs to root; only root may query it (you are daemon)"* ]]
+	"$PROCMGR" stop "$job"
+	step_ends 30
+}

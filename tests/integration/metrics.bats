@@ -33,8 +33,9 @@ teardown() {
 	pm_teardown
 }
 
-@test "node_exporter serves a running step's restarts, failures and restart latency; the file goes with the step" {
-	mkdir -m 1777 "$W/metrics"
+@test "node_exporter serves a running step's restarts, failures and restart latency; the final counters stay for the scrapes, then a later step removes them" {
+	# root's alone: the plugin creates each step's file for its user.
+	mkdir -m 0755 "$W/metrics"
 	site "metrics_dir=$W/metrics"
 	exporter "$W/metrics"
 	# Rank 1 fails once; generation 1 then works until the test says go.
@@ -66,24 +67,39 @@ teardown() {
 	grep -q '^# TYPE procmgr_restarts_total counter' <<<"$out"
 	# node_exporter read every file without an error.
 	grep -qx 'node_textfile_scrape_error 0' <<<"$out"
-	# Written by the job's user, in one piece (no temporary left).
-	[ "$(stat -c %U "$W/metrics/procmgr-$job.0.prom")" = nobody ]
+	# Created by root for the job's user, rewritten in place (no temporary).
+	[ "$(stat -c %U:%a "$W/metrics/procmgr-$job.0.prom")" = nobody:644 ]
 	[ "$(ls -A "$W/metrics")" = "procmgr-$job.0.prom" ]
+	# No other user creates a file there (issue 20: forged series).
+	! runuser -u daemon -- touch "$W/metrics/procmgr-$((job + 1)).0.prom"
 	touch "$W/go"
 	wait "$srun_pid"
 	cat "$W/srun.out"
+	# The step's last word stays for the next scrapes.
+	grep -qx "procmgr_step_running{$id} 0" <<<"$(scrape)"
+	grep -qx "procmgr_restarts_total{job=\"$job\",reason=\"exit\",step=\"0\"} 1" <<<"$(scrape)"
+	# Once older than a scrape interval (60 s), the next step's end
+	# removes it and keeps its own.
+	touch -d '-61 seconds' "$W/metrics/procmgr-$job.0.prom"
+	srun -N1 --procmgr true
 	[ ! -e "$W/metrics/procmgr-$job.0.prom" ]
-	! scrape | grep -q "procmgr_step_running{$id}"
+	[ "$(ls -A "$W/metrics")" = "procmgr-$((job + 1)).0.prom" ]
+	grep -q "^procmgr_step_running{.*} 0$" "$W/metrics/procmgr-$((job + 1)).0.prom"
 }
 
-@test "a metrics_dir the user cannot write is said once in procmgrd's log; the step runs on" {
-	mkdir -m 0755 "$W/metrics"
+@test "a metrics_dir other users may write (1777) is not used: said in slurmd's log, no file written, a planted file not served as the step's; the step runs on" {
+	mkdir -m 1777 "$W/metrics"
 	site "metrics_dir=$W/metrics"
+	# Another user plants the next job's file (the forgery of issue 20).
+	job=$(scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}')
+	runuser -u daemon -- sh -c "echo 'procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999' >$W/metrics/procmgr-$job.0.prom"
 	run as_user srun -N2 -n2 --procmgr-restart=on-failure:1 bash -c '[ "$RANK$PROCMGR_RESTART_COUNT" = 10 ] && exit 1; exit 0'
 	echo "$output"
 	[ "$status" -eq 0 ]
-	job=$(last_job)
-	cat "$STATE/$job"/0.0.log
-	[ "$(grep -c "metrics_dir $W/metrics: cannot write the step's metrics: Permission denied" "$STATE/$job/0.0.log")" -eq 1 ]
-	[ -z "$(ls -A "$W/metrics")" ]
+	[ "$(last_job)" = "$job" ]
+	grep -q "metrics_dir: $W/metrics may be written by other users (owner uid 0, mode 1777): it must be a directory of uid 0 that only its owner may write" \
+		"$PM_TESTBED_DIR/log/slurmd-${PM_TESTBED_PREFIX:-pmnode}1.log"
+	# procmgrd wrote nothing into the daemon's file, and made no other.
+	[ "$(cat "$W/metrics/procmgr-$job.0.prom")" = "procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999" ]
+	[ "$(ls -A "$W/metrics")" = "procmgr-$job.0.prom" ]
 }

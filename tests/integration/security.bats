@@ -5,6 +5,10 @@ load helpers
 
 teardown() {
 	[ -z "${imp:-}" ] || kill "$imp" 2>/dev/null || true
+	[ -z "${mounted:-}" ] || umount "$STATE"
+	# A test that opened state_dir to other users closes it again.
+	chown root:root "$STATE"
+	chmod 0755 "$STATE"
 	pm_teardown
 }
 
@@ -139,4 +143,50 @@ plant() {
 			: >"$PM_LOG"
 		done
 	done
+}
+
+# Issue 20 item 7: root creates, chmods and renames its files in state_dir
+# (the topology cache), so another user who may write there could plant a
+# link or a FIFO under their names (which made root chmod a root-only file
+# 0644). Such a state_dir is refused, judged without following a link.
+@test "a state_dir that another user may write or owns is refused on every node, saying what is wrong and what is allowed; root creates nothing in it" {
+	local mode owner
+	for how in 1777 0775 nobody; do
+		case $how in
+		nobody) chown nobody "$STATE"; chmod 0755 "$STATE"; mode=0755; owner=65534 ;;
+		*) chmod "$how" "$STATE"; mode=$how; owner=0 ;;
+		esac
+		run timeout 60 srun -N2 -n2 --cpu-bind=none --procmgr-bind=cpu,mem true
+		echo "$output"
+		[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+		[[ "$output" == *"$STATE "*" (owner uid $owner, mode $mode): it must be a directory of uid 0 that only its owner may write (chown 0; chmod go-w)"* ]]
+		# No job directory, no topology cache, no temporary file.
+		[ -z "$(find "$STATE" -mindepth 1 -newer "$W" -print -quit)" ]
+		chown root "$STATE"; chmod 0755 "$STATE"
+	done
+	# A link in its place is not followed.
+	mv "$STATE" "$STATE.real"
+	ln -s "$STATE.real" "$STATE"
+	run timeout 60 srun -N1 --procmgr true
+	rm "$STATE"; mv "$STATE.real" "$STATE"
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[[ "$output" == *"$STATE is not a directory (a link is not followed)"* ]]
+	# Root's own, private: the steps run again.
+	run timeout 60 srun -N2 -n2 --procmgr true
+	[ "$status" -eq 0 ]
+}
+
+# Issue 20 item 10: the event log's first write failed before rank 0's
+# supervisor had come, so the warning reached no one.
+@test "a full state_dir at the step's start: srun's stderr says the event log cannot be written" {
+	mount -t tmpfs -o size=64k,mode=0755 tmpfs "$STATE"
+	mounted=1
+	dd if=/dev/zero of="$STATE/fill" bs=4k 2>/dev/null || true
+	run timeout 60 srun -N2 -n2 --procmgr true
+	umount "$STATE"
+	mounted=
+	echo "$output"
+	[[ "$output" == *"procmgr: the step's event log cannot be written (No space left on device): events from now on are lost (is state_dir full?)"* ]]
+	[ "$(grep -c "event log cannot be written" <<<"$output")" -eq 1 ]
 }

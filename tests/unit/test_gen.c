@@ -331,6 +331,27 @@ static void test_late_supervisor(void **state)
 	done(w);
 }
 
+/* A step of one rank: "restarting its one rank", not "all 1 ranks". */
+/* A step of one rank: "restarting its one rank", not "all 1 ranks". */
+static void test_restart_one_rank(void **state)
+{
+	struct world *w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	int i, said = 0;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	rank_exit(w, 0, 0, EXIT(3), 0);
+	/* It restarts at once (no other rank to stop): any PRINT of the lot. */
+	for (i = 0; i < w->n; i++)
+		if (w->r[i].kind == A_RANK && w->r[i].m.type == PM_MSG_PRINT &&
+		    strstr(w->r[i].m.text, "rank 0 on n0 exited with code 3; restarting its "
+				    "one rank (restart 1 of 3)"))
+			said++;
+	assert_int_equal(said, 1);
+	done(w);
+}
+
 static void test_restart_cycle(void **state)
 {
 	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
@@ -1602,6 +1623,7 @@ int main(void)
 		cmocka_unit_test(test_root_running_event),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
+		cmocka_unit_test(test_restart_one_rank),
 		cmocka_unit_test(test_restart_cycle),
 		cmocka_unit_test(test_failure_while_stopping),
 		cmocka_unit_test(test_health_fails_while_stopping),

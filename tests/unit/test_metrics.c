@@ -1,5 +1,7 @@
 /* The step's metrics: counted from its events, formatted for node_exporter's
  * textfile collector; and the file, written whole through a rename. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "common/metricsname.h"
 #include "procmgrd/metrics.h"
 
 static char text[8192];
@@ -109,37 +112,84 @@ static void test_health_labels_bounded(void **state)
 	assert_null(strstr(text, "evil"));
 }
 
-static void test_file_written_whole(void **state)
+/* The file the plugin made for us: rewritten in place, shorter or longer;
+ * never created (the directory is root's), never through a link or a FIFO,
+ * never another user's. */
+static void test_file_rewritten_in_place(void **state)
 {
 	char dir[] = "/tmp/pm-metrics.XXXXXX", path[256], buf[64], cmd[300];
 	struct stat st;
 	FILE *f;
 	size_t n;
+	int fd;
 	(void)state;
 
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 1\n"), 0);
-	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 2\n"), 0);
 	assert_int_equal(pm_metrics_path(path, sizeof(path), dir, 7, 1), 0);
+	assert_string_equal(strrchr(path, '/'), "/procmgr-7.1.prom");
+	/* Not made for us: not created either. */
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 1\n"), -1);
+	assert_int_equal(errno, ENOENT);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 100\n"), 0);
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 2\n"), 0);
 	f = fopen(path, "r");
 	assert_non_null(f);
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	assert_string_equal(buf, "procmgr_x 2\n");
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0644);
 	/* Nothing else is left in the directory. */
 	snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) = 1", dir);
 	assert_int_equal(system(cmd), 0);
-	/* A symlink in the file's place is not written through. */
-	pm_metrics_remove(dir, 7, 1);
+	/* Another user's file is not written. */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 3\n"), -1);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_size, 12);
+	}
+	/* A symlink or a FIFO in the file's place: refused, never blocks. */
+	unlink(path);
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 3\n"), -1);
 	unlink(path);
-	/* A directory that is not there is an error with errno. */
-	assert_int_equal(pm_metrics_write("/nonexistent/dir", 7, 1, "x\n"), -1);
+	assert_int_equal(mkfifo(path, 0666), 0);
+	assert_int_equal(pm_metrics_write(dir, 7, 1, "procmgr_x 3\n"), -1);
+	unlink(path);
 	assert_int_equal(rmdir(dir), 0);
+}
+
+/* What the plugin sweeps: a finished step's file (or one never written)
+ * once PM_METRICS_KEEP_S passed; never a running step's. */
+static void test_sweep_rules(void **state)
+{
+	const char *fin = "# HELP x\nprocmgr_step_running{job=\"7\",step=\"1\"} 0\nprocmgr_y 1\n";
+	const char *run = "procmgr_step_running{job=\"7\",step=\"1\"} 1\n";
+	const char *fake = "x procmgr_step_running{job=\"7\",step=\"1\"} 0\n";
+	uint32_t job, step;
+	char name[64];
+	(void)state;
+
+	assert_int_equal(pm_metrics_name(name, sizeof(name), 12, 3), 0);
+	assert_string_equal(name, "procmgr-12.3.prom");
+	assert_int_equal(pm_metrics_name_parse(name, &job, &step), 0);
+	assert_int_equal(job, 12);
+	assert_int_equal(step, 3);
+	assert_int_equal(pm_metrics_name_parse("procmgr-12.3.prom.tmp", &job, &step), -1);
+	assert_int_equal(pm_metrics_name_parse("procmgr-012.3.prom", &job, &step), -1);
+	assert_int_equal(pm_metrics_name_parse("procmgr-+12.3.prom", &job, &step), -1);
+	assert_int_equal(pm_metrics_name_parse("node.prom", &job, &step), -1);
+	assert_true(pm_metrics_finished(fin));
+	assert_false(pm_metrics_finished(run));
+	assert_false(pm_metrics_finished(fake));
+	assert_false(pm_metrics_sweepable(fin, PM_METRICS_KEEP_S - 1));
+	assert_true(pm_metrics_sweepable(fin, PM_METRICS_KEEP_S));
+	assert_false(pm_metrics_sweepable(run, 100000));
+	assert_true(pm_metrics_sweepable("", PM_METRICS_KEEP_S));
+	assert_false(pm_metrics_sweepable("", 0));
 }
 
 int main(void)
@@ -147,7 +197,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_from_events),
 		cmocka_unit_test(test_health_labels_bounded),
-		cmocka_unit_test(test_file_written_whole),
+		cmocka_unit_test(test_file_rewritten_in_place),
+		cmocka_unit_test(test_sweep_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

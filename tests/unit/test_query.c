@@ -168,6 +168,16 @@ static void test_summary(void **state)
 	pm_st_summarize(n, 1, r, 0, &s);
 	pm_st_summary_line(&s, buf, sizeof(buf));
 	assert_string_equal(buf, "0 ranks on 1 node: none");
+	/* A spare's supervisor is no rank of the step (it was "1 other"). */
+	{
+		struct pm_st_rank sp[3] = { { .rank = 0, .state = "running", .gen = 2 },
+					    { .rank = -1, .state = "spare", .gen = 0 },
+					    { .rank = 1, .state = "running", .gen = 2 } };
+		pm_st_summarize(n, 2, sp, 3, &s);
+		pm_st_summary_line(&s, buf, sizeof(buf));
+		assert_string_equal(buf, "2 ranks on 2 nodes: 2 running; generation 2; "
+					 "1 spare in reserve");
+	}
 }
 
 /* gdb 13's output for a Python process (thread apply all bt, then py-bt). */

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/wire.h"
+#include "common/text.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 
@@ -739,6 +740,17 @@ static void test_fuzz(void **state)
 	      "accepted %lu, waited %lu, refused %lu", accepted, waited, refused_n);
 }
 
+/* The job user's text (stacks) on root's terminal: no escape sequence, no
+ * C1 control gets through; lines, tabs and other UTF-8 stay. */
+static void test_text_visible(void **state)
+{
+	char s[] = "\x1b]0;owned\x07" "frame\x1b[2J\tok\r\n\x7f\xc2\x9b""31m \xc3\xa9t\xc3\xa9";
+	(void)state;
+
+	assert_int_equal(pm_text_visible(s), 7);
+	assert_string_equal(s, "?]0;owned?frame?[2J\tok?\n???31m \xc3\xa9t\xc3\xa9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -760,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_nul_in_text),
 		cmocka_unit_test(test_back_to_back),
 		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_text_visible),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
