@@ -90,6 +90,12 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 		 s->opts.spares && s->gen.node_slot && s->gen.node_slot[s->node] < 0 &&
 				 !pm_gen_terminal(&s->gen) ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
+	/* The root measured the last restart (procmgrd/recovery.c). */
+	if (s->gen.root && s->gen.rec.gen) {
+		n.rec_gen = s->gen.rec.gen;
+		n.process_ms = (long long)s->gen.rec.process_ms;
+		n.recovery_ms = s->gen.rec.beat ? (long long)s->gen.rec.recovery_ms : -1;
+	}
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
