@@ -15,20 +15,40 @@ uninterrupted one would: same final loss, to the last bit.
 - rank 0 writes a checkpoint every --ckpt-every steps, atomically (a
   temporary file, fsync, rename): a rank killed in the middle leaves no
   half checkpoint behind;
-- a heartbeat for procmgr's hang detector once per step
-  (--procmgr-hang-timeout: the file named by PROCMGR_HEARTBEAT);
-- rank 0 prints "final loss: X" at the end.
+- a heartbeat once per step through the procmgr Python module
+  (procmgr.heartbeat(step): procmgr's hang detector with
+  --procmgr-hang-timeout, and its recovery figure: every rank's first
+  heartbeat after a restart is "training again"; a no-op elsewhere);
+- the non-zero ranks wait for rank 0's store to listen before
+  init_process_group (procmgr.wait_store(); --no-wait-store: not), so
+  that after a restart torch's 1 s retry of a refused connection is not
+  paid;
+- rank 0 prints "final loss: X" at the end;
+- with --timings FILE, each rank appends one JSON line per start (when
+  the process started, imports done, checkpoint loaded, rendezvous begun
+  and done, first step): bench/recovery's breakdown.
 
 For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
 at step S, once: the marker file says it has happened. With CRASH_HOW=wait
 it stands still there instead, for the test to crash its whole node.
 """
+import time
+
+T_MAIN = time.time()  # before the imports: what they cost is measured
+
 import argparse
 import datetime
 import glob
+import json
 import os
 import sys
-import time
+
+try:
+    import procmgr
+except ImportError:  # run from procmgr's source tree, not installed
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "python"))
+    import procmgr
 
 import torch
 import torch.distributed as dist
@@ -114,14 +134,31 @@ def ordered_mean(group, bucket):
     return fut.then(mean)
 
 
-def heartbeat():
-    path = os.environ.get("PROCMGR_HEARTBEAT")
+def process_start():
+    """When this process started (epoch s, to the clock tick), from /proc:
+    the interpreter's own start-up comes before any line of this script.
+    Its age against the uptime, not /proc/stat's btime (whole seconds)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            now, up = time.time(), float(f.read().split()[0])
+        return now - (up - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def record(path, what):
+    """One JSON line, appended whole (O_APPEND, one write)."""
     if path:
-        with open(path, "a"):
-            pass
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(what) + "\n").encode())
+        finally:
+            os.close(fd)
 
 
-def maybe_crash(step, rank):
+def maybe_crash(step, rank, timings):
     marker = os.environ.get("CRASH_MARKER")
     if (marker and str(rank) == os.environ.get("CRASH_RANK")
             and str(step) == os.environ.get("CRASH_STEP")
@@ -135,6 +172,7 @@ def maybe_crash(step, rank):
             while True:
                 time.sleep(60)
         log(f"crashing at step {step} (CRASH_STEP)")
+        record(timings, {"event": "crash", "rank": rank, "step": step, "t": time.time()})
         # At once, as a real crash: no clean shutdown of the process group.
         os._exit(1)
 
@@ -146,7 +184,15 @@ def main():
     ap.add_argument("--ckpt-every", type=int, default=10)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--timings", metavar="FILE",
+                    help="append when each start-up phase ended (JSON lines)")
+    ap.add_argument("--no-wait-store", action="store_true",
+                    help="call init_process_group without waiting for rank 0's store")
     args = ap.parse_args()
+    t = {"event": "start", "exec": process_start(), "main": T_MAIN, "imported": time.time()}
+    # The program's expensive start-up is done: with warm generations a
+    # process started ahead of time waits here for its generation.
+    procmgr.ready()
 
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -170,9 +216,14 @@ def main():
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]
+    t["ckpt_loaded"] = time.time()
 
+    if not args.no_wait_store:
+        procmgr.wait_store()
+    t["rdzv_start"] = time.time()
     dist.init_process_group("nccl" if cuda else "gloo", init_method="env://",
                             timeout=datetime.timedelta(seconds=60))
+    t["rdzv_end"] = time.time()
     world = dist.get_world_size()
     # Every rank must resume from the same step (a shared directory).
     s = torch.tensor([start, -start], dtype=torch.int64, device=device)
@@ -187,8 +238,12 @@ def main():
     ddp.register_comm_hook(None, ordered_mean)
     loss_fn = torch.nn.MSELoss()
     for step in range(start, args.steps):
-        heartbeat()
-        maybe_crash(step, rank)
+        procmgr.heartbeat(step)
+        if step == start:
+            t.update(first_step=time.time(), rank=rank, gen=procmgr.restart_count(),
+                     step=step, pid=os.getpid())
+            record(args.timings, t)
+        maybe_crash(step, rank, args.timings)
         x, y = batch(step, rank, args.batch, device)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(ddp(x), y)

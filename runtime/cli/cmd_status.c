@@ -103,12 +103,15 @@ static void fmt_kb(long long kb, char *buf, size_t len)
 		snprintf(buf, len, "%.1fM", kb / 1024.0);
 }
 
-static void print_text(const struct pm_target *t, const struct answers *a, const char *sum)
+static void print_text(const struct pm_target *t, const struct answers *a, const char *sum,
+		       const struct pm_st_summary *s)
 {
-	char beat[32], cpu[32], rss[32];
+	char beat[32], cpu[32], rss[32], rec[256];
 	int i;
 
 	printf("step %u.%u: %s\n", t->job, t->step, sum);
+	if (pm_st_recovery_line(s, rec, sizeof(rec)) == 0)
+		printf("%s\n", rec);
 	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %s\n", "RANK", "LOCAL", "NODE", "PID",
 	       "STATE", "GEN", "BEAT", "CPU", "RSS");
 	for (i = 0; i < a->nr; i++) {
@@ -140,9 +143,18 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 	printf("{\"job\":%u,\"step\":%u,\"summary\":{\"text\":", t->job, t->step);
 	pm_json_print(stdout, sum);
 	printf(",\"nodes\":%d,\"nodes_answering\":%d,\"ranks\":%d,\"running\":%d,\"done\":%d,"
-	       "\"failed\":%d,\"other\":%d,\"gen_min\":%u,\"gen_max\":%u},\"ranks\":[", s->nodes,
+	       "\"failed\":%d,\"other\":%d,\"gen_min\":%u,\"gen_max\":%u", s->nodes,
 	       s->nodes_up, s->ranks, s->running, s->done, s->failed, s->other, s->gen_min,
 	       s->gen_max);
+	/* null: no heartbeat says when training resumed (none yet, or no hang
+	 * timeout); the process part alone is known. */
+	if (s->rec_gen && s->recovery_ms >= 0)
+		printf(",\"last_restart\":{\"gen\":%u,\"process_ms\":%lld,\"recovery_ms\":%lld}",
+		       s->rec_gen, s->process_ms, s->recovery_ms);
+	else if (s->rec_gen)
+		printf(",\"last_restart\":{\"gen\":%u,\"process_ms\":%lld,\"recovery_ms\":null}",
+		       s->rec_gen, s->process_ms);
+	printf("},\"ranks\":[");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
 		printf("%s{\"rank\":%d,\"local_rank\":%d,\"node\":", i ? "," : "", r->rank, r->local);
@@ -184,7 +196,7 @@ static int one(const char *id, int json)
 	if (json)
 		print_json(&t, &a, &s, sum);
 	else
-		print_text(&t, &a, sum);
+		print_text(&t, &a, sum, &s);
 	if (a.bad)
 		fprintf(stderr, "procmgr status: %d line%s of the answer could not be read\n", a.bad,
 			a.bad == 1 ? "" : "s");

@@ -129,6 +129,7 @@ int pm_tl_parse_line(const char *line, struct pm_tl_event *e)
 
 	memset(e, 0, sizeof(*e));
 	e->gen = e->rank = -1;
+	e->recovery_ms = e->process_ms = -1;
 	ws(&r);
 	if (*r.p++ != '{')
 		return -1;
@@ -155,6 +156,10 @@ int pm_tl_parse_line(const char *line, struct pm_tl_event *e)
 			if (num(&r, &v))
 				return -1;
 			*(key[0] == 'g' ? &e->gen : &e->rank) = (long)v;
+		} else if ((!strcmp(key, "recovery_ms") || !strcmp(key, "process_ms")) &&
+			   *r.p != '"') {
+			if (num(&r, key[0] == 'r' ? &e->recovery_ms : &e->process_ms))
+				return -1;
 		} else if (!strcmp(key, "node") && *r.p == '"') {
 			if (str(&r, e->node, sizeof(e->node)))
 				return -1;
@@ -387,6 +392,24 @@ int pm_tl_render(const struct pm_tl_event *ev, int n, const struct pm_tl_opts *o
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#3c4043\"/>"
 			"<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g s</text>\n", x,
 			TOP + nrows * ROW, x, TOP + nrows * ROW + 5, x, TOP + nrows * ROW + 18, t);
+	}
+	/* Each recovery: a span on the step's row, from the failure to every
+	 * rank's first heartbeat, the figure a user feels above it. */
+	for (i = 0; i < n; i++) {
+		double x0, x1;
+		if (strcmp(ev[i].name, "heartbeating") || ev[i].recovery_ms < 0)
+			continue;
+		x0 = X(ev[i].t - ev[i].recovery_ms / 1000);
+		x1 = X(ev[i].t);
+		fprintf(f, "<g><title>recovery of gen %ld: every rank training again %.2f s after "
+			"the failure", ev[i].gen, ev[i].recovery_ms / 1000);
+		if (ev[i].process_ms >= 0)
+			fprintf(f, " (procmgr's part %.2f s)", ev[i].process_ms / 1000);
+		fprintf(f, "</title><path d=\"M%.1f %.1fv-6H%.1fv6\" fill=\"none\" "
+			"stroke=\"#12b5cb\" stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\" "
+			"text-anchor=\"middle\" fill=\"#12b5cb\">recovery %.2f s</text></g>\n",
+			x0 < LEFT ? LEFT : x0, Y(0) - 3, x1, (x0 + x1) / 2, Y(0) - 12,
+			ev[i].recovery_ms / 1000);
 	}
 	/* The marks, each with what happened as its tooltip. */
 	for (i = 0; i < n; i++) {

@@ -2,7 +2,9 @@
  * STEP.events.jsonl, one JSON object a line) in, SVG out. Generations are
  * bands across the picture, nodes are rows, and failures, hangs, health
  * failures, lost and replaced nodes, stops and starts are marks on a time
- * axis, each with its details as a tooltip. Pure: text in, text out. */
+ * axis, each with its details as a tooltip; a restart's recovery (failure
+ * to every rank training again) is a span with its figure. Pure: text in,
+ * text out. */
 #ifndef PM_TIMELINE_H
 #define PM_TIMELINE_H
 
@@ -16,6 +18,9 @@ struct pm_tl_event {
 	long gen, rank;  /* -1 when the event has none */
 	char node[64];   /* "" when the event is the step's, not a node's */
 	char detail[256]; /* status, reason, check or message, for the tooltip */
+	/* heartbeating after a restart: ms from the failure to every rank's
+	 * first heartbeat, and procmgr's part of it (-1 when absent) */
+	double recovery_ms, process_ms;
 };
 
 /* One line of the event log; 0, or -1 if it is not an event (not a JSON

@@ -24,6 +24,11 @@ int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 {
 	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health))
 		return -1;
+	if (n->rec_gen)
+		return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d "
+				     "health=%s rec_gen=%u process_ms=%lld recovery_ms=%lld",
+				     n->node, n->name, n->phase, n->gen, n->ranks, n->health,
+				     n->rec_gen, n->process_ms, n->recovery_ms), len);
 	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s",
 			     n->node, n->name, n->phase, n->gen, n->ranks, n->health), len);
 }
@@ -54,22 +59,26 @@ static int str(const char *v, char *out, size_t len)
 	return 0;
 }
 
-/* Every key of the kind exactly once, in any order. */
+/* Every key of the kind exactly once, in any order; a node's last three
+ * (the root's recovery figures) all or none. */
 static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned *seen)
 {
 	long long x;
-	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health" };
+	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health",
+					    "rec_gen", "process_ms", "recovery_ms" };
 	unsigned i;
 
-	for (i = 0; i < 6 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 9 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 6 || (*seen & (1u << i)))
+	if (i == 9 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	switch (i) {
 	case 1: return str(v, n->name, sizeof(n->name));
 	case 2: return str(v, n->phase, sizeof(n->phase));
 	case 5: return str(v, n->health, sizeof(n->health));
+	case 7: case 8:
+		return num(v, i == 8 ? -1 : 0, i == 7 ? &n->process_ms : &n->recovery_ms);
 	}
 	if (num(v, 0, &x) || x > 0x7fffffff)
 		return -1;
@@ -77,6 +86,8 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 		n->node = (int)x;
 	else if (i == 3)
 		n->gen = (unsigned)x;
+	else if (i == 6)
+		n->rec_gen = (unsigned)x;
 	else
 		n->ranks = (int)x;
 	return 0;
@@ -142,7 +153,9 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 		if (kind == 'N' ? node_kv(n, w, eq + 1, &seen) : rank_kv(r, w, eq + 1, &seen))
 			return -1;
 	}
-	return seen == (kind == 'N' ? 0x3fu : 0x1ffu) ? kind : -1;
+	if (kind == 'N')
+		return seen == 0x3fu || seen == 0x1ffu ? kind : -1;
+	return seen == 0x1ffu ? kind : -1;
 }
 
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
@@ -153,9 +166,15 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 	memset(s, 0, sizeof(*s));
 	s->nodes = nn;
 	s->ranks = nr;
-	for (i = 0; i < nn; i++)
+	for (i = 0; i < nn; i++) {
 		if (strcmp(n[i].phase, "absent") && strcmp(n[i].phase, "lost"))
 			s->nodes_up++;
+		if (n[i].rec_gen > s->rec_gen) {
+			s->rec_gen = n[i].rec_gen;
+			s->process_ms = n[i].process_ms;
+			s->recovery_ms = n[i].recovery_ms;
+		}
+	}
 	for (i = 0; i < nr; i++) {
 		if (!strcmp(r[i].state, "spare")) {
 			s->spares++;
@@ -205,4 +224,23 @@ void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
 	if (s->spares)
 		ADD("; %d spare%s in reserve", s->spares, s->spares == 1 ? "" : "s");
 #undef ADD
+}
+
+int pm_st_recovery_line(const struct pm_st_summary *s, char *buf, size_t len)
+{
+	int n;
+
+	if (len)
+		buf[0] = '\0';
+	if (!s->rec_gen)
+		return -1;
+	if (s->recovery_ms >= 0)
+		n = snprintf(buf, len, "last restart: generation %u, every rank training again "
+			     "%.2f s after the failure (procmgr's part %.2f s)", s->rec_gen,
+			     (double)s->recovery_ms / 1000, (double)s->process_ms / 1000);
+	else
+		n = snprintf(buf, len, "last restart: generation %u, every rank running again "
+			     "%.2f s after the failure (procmgr's part only: no heartbeat yet, "
+			     "or no hang timeout)", s->rec_gen, (double)s->process_ms / 1000);
+	return done(n, len);
 }

@@ -18,6 +18,11 @@ struct pm_st_node {
 	unsigned gen;
 	int ranks;      /* local ranks */
 	char health[16]; /* ok, failed, unknown */
+	/* The root's only, after a restart (optional words): its generation,
+	 * ms from the failure to every rank running (procmgr's part) and to
+	 * every rank's first heartbeat (-1: none yet, or no hang timeout). */
+	unsigned rec_gen; /* 0: none */
+	long long process_ms, recovery_ms;
 };
 
 struct pm_st_rank {
@@ -41,10 +46,15 @@ struct pm_st_summary {
 	int running, done, failed, other; /* ranks by state */
 	unsigned gen_min, gen_max;
 	int spares; /* rows of spares in reserve (state "spare"): no rank of the step */
+	unsigned rec_gen; /* the last restart's figures, rec_gen 0: none */
+	long long process_ms, recovery_ms;
 };
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
 		     struct pm_st_summary *s);
 /* "8 ranks on 4 nodes: 8 running; generation 1" and what differs. */
 void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len);
+/* "last restart: generation 2, every rank training again 9.29 s after the
+ * failure (procmgr's part 0.29 s)"; 0, or -1 (and "") without a restart. */
+int pm_st_recovery_line(const struct pm_st_summary *s, char *buf, size_t len);
 
 #endif

@@ -523,21 +523,6 @@ void pm_gen_root_stopped(struct pm_gen *g)
 		pm_gen_root_next(g);
 }
 
-void pm_gen_root_running(struct pm_gen *g, bool beat)
-{
-	unsigned long long t = now(g);
-
-	/* Recovery, for a restarted generation: from the failure to here. */
-	if (g->gen > 0)
-		event(g, beat ? "heartbeating" : "running",
-		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,\"since_failure_ms\":%llu",
-		      g->gen, pm_gen_world(g), t - g->start_t0, t - g->fail_t0);
-	else
-		event(g, beat ? "heartbeating" : "running",
-		      "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu", g->gen, pm_gen_world(g),
-		      t - g->start_t0);
-}
-
 void pm_gen_root_next(struct pm_gen *g)
 {
 	g->restarts++;

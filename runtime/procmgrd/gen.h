@@ -78,6 +78,9 @@ struct pm_gen_config {
 	int spares;
 	/* A hang's stop takes every rank's stack first: this much more. */
 	unsigned stack_ms;
+	/* Ranks heartbeat (a hang timeout): their first beat after a restart
+	 * is the recovery's end; without, only procmgr's part is known. */
+	bool beats;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -144,6 +147,13 @@ struct pm_gen {
 	int restarts;
 	unsigned delay_ms;           /* of the restart decided */
 	uint64_t stop_t0, fail_t0;
+	/* The last restart, from its failure (recovery.c): to every rank
+	 * running (procmgr's part), to every rank's first heartbeat. */
+	struct pm_gen_recovery {
+		uint32_t gen;            /* 0: no restart yet */
+		bool beat;               /* recovery_ms known */
+		uint64_t process_ms, recovery_ms;
+	} rec;
 	/* A hang stops every rank first; the decision waits for STOPPED, by
 	 * when every hung rank has said so and the oldest heartbeat is known. */
 	struct pm_hang {

@@ -29,8 +29,9 @@ struct pm_metrics {
 	int nhealth;
 	int last_reason;                  /* of the failure being recovered from */
 	double last_restart_s;            /* failure to the next generation's start */
-	double last_recovery_s;           /* failure to every rank running again */
-	bool have_restart, have_recovery;
+	double last_process_s;            /* failure to every rank running again */
+	double last_recovery_s;           /* failure to every rank's first heartbeat */
+	bool have_restart, have_process, have_recovery;
 };
 
 const char *pm_mreason_name(enum pm_mreason r);

@@ -140,7 +140,13 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 			m->have_restart = true;
 		}
 	} else if (!strcmp(name, "running")) {
-		v = field_ms(fields, "since_failure_ms", &have);
+		v = field_ms(fields, "process_ms", &have);
+		if (have) {
+			m->last_process_s = v;
+			m->have_process = true;
+		}
+	} else if (!strcmp(name, "heartbeating")) {
+		v = field_ms(fields, "recovery_ms", &have);
 		if (have) {
 			m->last_recovery_s = v;
 			m->have_recovery = true;
@@ -222,9 +228,18 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 		     "The last restart: from the failure to the next generation's start.");
 		put(&o, "procmgr_last_restart_seconds{%s} %.3f\n", id, m->last_restart_s);
 	}
+	if (m->have_process) {
+		head(&o, "last_restart_process_seconds", "gauge",
+		     "The last restart, procmgr's part: from the failure to every rank running "
+		     "again.");
+		put(&o, "procmgr_last_restart_process_seconds{%s} %.3f\n", id, m->last_process_s);
+	}
+	/* Only a heartbeat says that a rank trains again: without one (no
+	 * hang timeout) the process part is all that is known. */
 	if (m->have_recovery) {
 		head(&o, "last_recovery_seconds", "gauge",
-		     "The last restart: from the failure to every rank running again.");
+		     "The last restart as felt: from the failure to every rank's first "
+		     "heartbeat (training again).");
 		put(&o, "procmgr_last_recovery_seconds{%s} %.3f\n", id, m->last_recovery_s);
 	}
 	return o.full ? -1 : 0;

@@ -92,6 +92,12 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	/* A hot spare in reserve says so, whatever the step's phase. */
 	snprintf(n.phase, sizeof(n.phase), "%s", spare ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
+	/* The root measured the last restart (procmgrd/recovery.c). */
+	if (s->gen.root && s->gen.rec.gen) {
+		n.rec_gen = s->gen.rec.gen;
+		n.process_ms = (long long)s->gen.rec.process_ms;
+		n.recovery_ms = s->gen.rec.beat ? (long long)s->gen.rec.recovery_ms : -1;
+	}
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);

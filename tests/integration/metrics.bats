@@ -38,10 +38,16 @@ teardown() {
 	mkdir -m 0755 "$W/metrics"
 	site "metrics_dir=$W/metrics"
 	exporter "$W/metrics"
-	# Rank 1 fails once; generation 1 then works until the test says go.
-	as_user srun -N2 -n4 --procmgr-restart=on-failure:2 bash -c '
+	# Rank 1 fails once; generation 1 then works until the test says go,
+	# its first heartbeat 1 s after its start: training again.
+	as_user srun -N2 -n4 --procmgr-restart=on-failure:2 --procmgr-hang-timeout=30 bash -c '
 		if [ "$RANK$PROCMGR_RESTART_COUNT" = 10 ]; then exit 5; fi
-		for _ in $(seq 600); do [ -e "'"$W"'/go" ] && exit 0; sleep 0.1; done; exit 9' \
+		[ "$PROCMGR_RESTART_COUNT" = 1 ] && sleep 1
+		for _ in $(seq 600); do
+			touch "$PROCMGR_HEARTBEAT"
+			[ -e "'"$W"'/go" ] && exit 0
+			sleep 0.1
+		done; exit 9' \
 		>"$W/srun.out" 2>&1 &
 	srun_pid=$!
 	job=
@@ -64,6 +70,12 @@ teardown() {
 	# node_exporter writes its own float form: 0.000 comes out as 0.
 	grep -qx "procmgr_last_restart_seconds{$id} [0-9.e+-]*" <<<"$out"
 	grep -qx "procmgr_last_recovery_seconds{$id} [0-9.e+-]*" <<<"$out"
+	# The recovery is to the first heartbeat, procmgr's part to every rank
+	# running: the program's 1 s lies between them.
+	rec=$(sed -n "s/^procmgr_last_recovery_seconds{$id} //p" <<<"$out")
+	proc=$(sed -n "s/^procmgr_last_restart_process_seconds{$id} //p" <<<"$out")
+	echo "recovery $rec s, process $proc s"
+	awk -v r="$rec" -v p="$proc" 'BEGIN { exit !(p != "" && r >= p + 1.0) }'
 	grep -q '^# TYPE procmgr_restarts_total counter' <<<"$out"
 	# node_exporter read every file without an error.
 	grep -qx 'node_textfile_scrape_error 0' <<<"$out"

@@ -22,6 +22,7 @@ PYEOF
 	run timeout 120 srun -N2 -n2 --procmgr-restart=on-failure:2 "$PY" "$W/train.py"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	srun=$output
 	# Without --procmgr-verbose: one line for the decision, with the error.
 	[[ "$output" == *"procmgr: generation 0: rank 1 on pmnode2 exited with code 1 (ValueError: loss is nan at step 41); restarting all 2 ranks (restart 1 of 2)"* ]]
 	[[ "$output" != *"starting generation"* ]]
@@ -33,8 +34,64 @@ PYEOF
 	line=$(grep '"event":"rank_failed"' <<<"$output")
 	[[ "$line" == *'"rank":1,"node":"pmnode2","status":"exited with code 1 (ValueError: loss is nan at step 41)","error":"ValueError: loss is nan at step 41\u000aTraceback (most recent call last):\u000a'* ]]
 	[[ "$line" == *'raise ValueError(\"loss is nan at step %d\" % 41)'* ]]
-	# The recovery a user counts ends once every rank runs again.
-	grep -q '"event":"running","gen":1,"ranks":2,"since_start_ms":[0-9]*,"since_failure_ms":[0-9]*}' <<<"$output"
+	# Without a hang timeout no rank heartbeats: procmgr's part is all it
+	# knows, and it says so (on stderr too, checked above through $srun).
+	grep -q '"event":"running","gen":1,"ranks":2,"since_start_ms":[0-9]*,"since_failure_ms":[0-9]*,"process_ms":[0-9]*,"heartbeats":false}' <<<"$output"
+	! grep -q '"event":"heartbeating","gen":1' <<<"$output"
+	[[ "$srun" == *"procmgr: generation 1: every rank running again "*" s after the failure (procmgr's part only: without --procmgr-hang-timeout no heartbeat says when training resumes)"* ]]
+}
+
+@test "after a restart: every rank training again, from the failure to the last first heartbeat, on stderr, in the events, procmgr status and the timeline" {
+	# Generation 1 takes 1.5 s to start (as imports, a rendezvous and a
+	# checkpoint would) before its first heartbeat, through the module.
+	cat >"$W/train.py" <<'PYEOF'
+import os, sys, time
+sys.path.insert(0, os.environ["PM_PYDIR"])
+import procmgr
+rank, gen = procmgr.rank(), procmgr.restart_count()
+if rank == 1 and gen == 0:
+    sys.exit(4)
+if gen == 1:
+    time.sleep(1.5)
+step = 0
+while not os.path.exists(os.environ["GO"]):
+    procmgr.heartbeat(step)
+    step += 1
+    time.sleep(0.1)
+PYEOF
+	before=$(last_job)
+	PM_PYDIR=$top/python GO=$W/go timeout 120 srun -N2 -n2 --procmgr-restart=on-failure:1 \
+		--procmgr-hang-timeout=30 "$PY" "$W/train.py" >"$W/srun.out" 2>&1 &
+	srun_pid=$!
+	heartbeating() {
+		job=$(last_job)
+		[ "$job" != "$before" ] && grep -qs '"event":"heartbeating","gen":1' "$STATE/$job/0.events.jsonl"
+	}
+	wait_until 60 heartbeating || { cat "$W/srun.out"; return 1; }
+	run "$PROCMGR" status "$job.0"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[1]}" =~ ^"last restart: generation 1, every rank training again "([0-9.]+)" s after the failure (procmgr's part "([0-9.]+)" s)"$ ]]
+	run "$PROCMGR" status "$job.0" --json
+	grep -q '"last_restart":{"gen":1,"process_ms":[0-9]*,"recovery_ms":[0-9]*}' <<<"$output"
+	touch "$W/go"
+	wait "$srun_pid"
+	cat "$W/srun.out"
+	ev=$(grep '"event":"heartbeating","gen":1' "$STATE/$job/0.events.jsonl")
+	echo "$ev"
+	rec=$(sed -n 's/.*"recovery_ms":\([0-9]*\).*/\1/p' <<<"$ev")
+	proc=$(sed -n 's/.*"process_ms":\([0-9]*\).*/\1/p' <<<"$ev")
+	# The program's 1.5 s are in the recovery, not in procmgr's part.
+	[ "$rec" -ge $((proc + 1500)) ]
+	grep -q "\"process_ms\":$proc,\"heartbeats\":true" "$STATE/$job/0.events.jsonl"
+	# One line, always (no --procmgr-verbose), with the event's figures.
+	[ "$(grep -c 'every rank training again' "$W/srun.out")" -eq 1 ]
+	said=$(sed -n "s/.*procmgr: generation 1: every rank training again \([0-9.]*\) s after the failure (procmgr's part \([0-9.]*\) s, the program's start [0-9.]* s)$/\1 \2/p" "$W/srun.out")
+	echo "said: $said; events: $rec $proc"
+	awk -v s="$said" -v r="$rec" -v p="$proc" 'BEGIN { split(s, x, " ");
+		exit !(x[1] * 1000 - r <= 5 && r - x[1] * 1000 <= 5 && x[2] * 1000 - p <= 5 && p - x[2] * 1000 <= 5) }'
+	"$PROCMGR" timeline "$job" --svg "$W/t.svg"
+	grep -q '>recovery [0-9.]* s</text>' "$W/t.svg"
 }
 
 @test "without an error file: stderr's last line says why; the give-up names the root cause and only the failing task exits non-zero" {

@@ -1571,8 +1571,11 @@ static void test_inner_node_reports_running(void **state)
 static void test_root_running_event(void **state)
 {
 	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	const struct rec *r;
 	(void)state;
 
+	w->g.cf.beats = true;
+	w->g.cf.verbose = false;
 	w->now = 100;
 	launch(w, 0);
 	w->now = 130;
@@ -1580,6 +1583,7 @@ static void test_root_running_event(void **state)
 	assert_null(event(w, "running"));
 	rank_run(w, 1, 0, 0);
 	assert_string_equal(event(w, "running"), "\"gen\":0,\"ranks\":2,\"since_start_ms\":30");
+	assert_int_equal(w->g.rec.gen, 0); /* no restart: nothing to recover from */
 	w->now = 1000;
 	rank_exit(w, 1, 0, EXIT(3), 0);
 	w->now = 1010;
@@ -1589,13 +1593,59 @@ static void test_root_running_event(void **state)
 	rank_run(w, 0, 1, 0);
 	rank_run(w, 1, 1, 0);
 	assert_string_equal(event(w, "running"),
-			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":40,\"since_failure_ms\":50");
+			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":40,\"since_failure_ms\":50,"
+			    "\"process_ms\":50,\"heartbeats\":true");
 	assert_null(event(w, "heartbeating"));
+	/* Running is not training yet: nothing said until the heartbeats. */
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0);
+	assert_int_equal(w->g.rec.gen, 1);
+	assert_false(w->g.rec.beat);
 	w->now = 1500;
 	rank_run(w, 0, 1, PM_FLAG_BEAT);
+	assert_null(event(w, "heartbeating"));
 	rank_run(w, 1, 1, PM_FLAG_BEAT);
 	assert_string_equal(event(w, "heartbeating"),
-			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":490,\"since_failure_ms\":500");
+			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":490,\"since_failure_ms\":500,"
+			    "\"recovery_ms\":500,\"process_ms\":50");
+	assert_true(w->g.rec.beat);
+	assert_int_equal(w->g.rec.recovery_ms, 500);
+	assert_int_equal(w->g.rec.process_ms, 50);
+	/* Said always, once: the figure a user waits for. */
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 1);
+	r = last(w, A_RANK, PM_MSG_PRINT);
+	assert_non_null(strstr(r->m.text, "procmgr: generation 1: every rank training again 0.50 s "
+			       "after the failure (procmgr's part 0.05 s, the program's start "
+			       "0.45 s)"));
+	done(w);
+}
+
+/* Without a hang timeout no rank heartbeats: the figure says it is only
+ * procmgr's part, at once. */
+static void test_root_running_without_heartbeats(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	(void)state;
+
+	w->g.cf.verbose = false;
+	w->now = 100;
+	launch(w, 0);
+	rank_run(w, 0, 0, 0);
+	rank_run(w, 1, 0, 0);
+	w->now = 1000;
+	rank_exit(w, 0, 0, EXIT(1), 0);
+	rank_stopped(w, 1, 0);
+	clear(w);
+	w->now = 1320;
+	rank_run(w, 0, 1, 0);
+	rank_run(w, 1, 1, 0);
+	assert_non_null(strstr(event(w, "running"), "\"process_ms\":320,\"heartbeats\":false"));
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 1);
+	assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text,
+			       "procmgr: generation 1: every rank running again 0.32 s after the "
+			       "failure (procmgr's part only: without --procmgr-hang-timeout no "
+			       "heartbeat says when training resumes)"));
+	assert_int_equal(w->g.rec.process_ms, 320);
+	assert_false(w->g.rec.beat);
 	done(w);
 }
 
@@ -1621,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_hang_and_lost_carry_no_error),
 		cmocka_unit_test(test_inner_node_reports_running),
 		cmocka_unit_test(test_root_running_event),
+		cmocka_unit_test(test_root_running_without_heartbeats),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
 		cmocka_unit_test(test_restart_one_rank),

@@ -48,7 +48,13 @@ static void test_counts_from_events(void **state)
 	pm_metrics_note(&m, "stopped", "\"gen\":0,\"stop_ms\":12,\"delay_ms\":0");
 	pm_metrics_note(&m, "start", "\"gen\":1,\"restart\":1,\"since_failure_ms\":250");
 	pm_metrics_note(&m, "running", "\"gen\":1,\"ranks\":8,\"since_start_ms\":40,"
-			"\"since_failure_ms\":290");
+			"\"since_failure_ms\":290,\"process_ms\":290,\"heartbeats\":true");
+	/* procmgr's part alone is not the recovery: no heartbeat yet. */
+	fmt(&m);
+	has("procmgr_last_restart_process_seconds{job=\"42\",step=\"3\"} 0.290\n");
+	assert_null(strstr(text, "last_recovery_seconds"));
+	pm_metrics_note(&m, "heartbeating", "\"gen\":1,\"ranks\":8,\"since_start_ms\":9040,"
+			"\"since_failure_ms\":9290,\"recovery_ms\":9290,\"process_ms\":290");
 	/* A hang: counted once, at its decision. */
 	pm_metrics_note(&m, "rank_failed", "\"gen\":1,\"rank\":2,\"node\":\"n1\",\"status\":"
 			"\"hung (no heartbeat)\",\"hung\":true,\"last_heartbeat_ms\":5");
@@ -81,7 +87,8 @@ static void test_counts_from_events(void **state)
 	has("procmgr_nodes_lost_total{job=\"42\",step=\"3\"} 1\n");
 	has("procmgr_nodes_replaced_total{job=\"42\",step=\"3\"} 1\n");
 	has("procmgr_last_restart_seconds{job=\"42\",step=\"3\"} 0.700\n");
-	has("procmgr_last_recovery_seconds{job=\"42\",step=\"3\"} 0.290\n");
+	has("procmgr_last_recovery_seconds{job=\"42\",step=\"3\"} 9.290\n");
+	has("procmgr_last_restart_process_seconds{job=\"42\",step=\"3\"} 0.290\n");
 	pm_metrics_note(&m, "give_up", "\"gen\":4,\"exit_code\":1,\"message\":\"m\"");
 	fmt(&m);
 	has("procmgr_step_running{job=\"42\",step=\"3\"} 0\n");

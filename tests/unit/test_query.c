@@ -145,6 +145,52 @@ static void test_status_strict(void **state)
 	assert_int_equal(pm_st_parse("node health=ok ranks=0 gen=0 phase=lost name=x id=9",
 				     &n, &r), 'N');
 	assert_int_equal(n.node, 9);
+	assert_int_equal(n.rec_gen, 0);
+	/* The root's recovery figures: all three or none; only recovery_ms
+	 * may be -1 (no heartbeat). */
+	assert_int_equal(pm_st_parse("node id=0 name=a phase=running gen=2 ranks=2 health=ok "
+				     "rec_gen=2 process_ms=300", &n, &r), -1);
+	assert_int_equal(pm_st_parse("node id=0 name=a phase=running gen=2 ranks=2 health=ok "
+				     "rec_gen=2 process_ms=-1 recovery_ms=5", &n, &r), -1);
+	assert_int_equal(pm_st_parse("node id=0 name=a phase=running gen=2 ranks=2 health=ok "
+				     "rec_gen=2 process_ms=300 recovery_ms=-1", &n, &r), 'N');
+	assert_int_equal(n.recovery_ms, -1);
+}
+
+/* The root's node line carries the last restart's figures to the summary. */
+static void test_status_recovery(void **state)
+{
+	struct pm_st_node n[2] = { { .node = 0, .name = "n0", .phase = "running", .gen = 2,
+				     .ranks = 2, .health = "ok", .rec_gen = 2,
+				     .process_ms = 290, .recovery_ms = 9290 },
+				   { .node = 1, .name = "n1", .phase = "running", .gen = 2,
+				     .ranks = 2, .health = "ok" } }, p[2];
+	struct pm_st_rank r;
+	struct pm_st_summary s;
+	char buf[512];
+	(void)state;
+
+	assert_int_equal(pm_st_node_format(&n[0], buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "node id=0 name=n0 phase=running gen=2 ranks=2 health=ok "
+				 "rec_gen=2 process_ms=290 recovery_ms=9290");
+	assert_int_equal(pm_st_parse(buf, &p[0], &r), 'N');
+	assert_int_equal(pm_st_node_format(&n[1], buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "rec_gen"));
+	assert_int_equal(pm_st_parse(buf, &p[1], &r), 'N');
+	pm_st_summarize(p, 2, NULL, 0, &s);
+	assert_int_equal(pm_st_recovery_line(&s, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "last restart: generation 2, every rank training again 9.29 s "
+				 "after the failure (procmgr's part 0.29 s)");
+	p[0].recovery_ms = -1;
+	pm_st_summarize(p, 2, NULL, 0, &s);
+	assert_int_equal(pm_st_recovery_line(&s, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "last restart: generation 2, every rank running again 0.29 s "
+				 "after the failure (procmgr's part only: no heartbeat yet, or no "
+				 "hang timeout)");
+	/* No restart yet: nothing to say. */
+	pm_st_summarize(p + 1, 1, NULL, 0, &s);
+	assert_int_equal(pm_st_recovery_line(&s, buf, sizeof(buf)), -1);
+	assert_string_equal(buf, "");
 }
 
 static void test_summary(void **state)
@@ -274,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_status_round_trip),
 		cmocka_unit_test(test_status_strict),
+		cmocka_unit_test(test_status_recovery),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_stack_normalize),
 		cmocka_unit_test(test_stack_group),

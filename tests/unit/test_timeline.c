@@ -122,6 +122,41 @@ static void test_render(void **state)
 	free(svg);
 }
 
+/* A restart's recovery: read from heartbeating, drawn as a span from the
+ * failure to every rank's first heartbeat, with its figure. */
+static void test_recovery_span(void **state)
+{
+	static const char *const lines[] = {
+		"{\"time\":100.0,\"event\":\"launch\",\"gen\":0,\"nodes\":1,\"ranks\":2}",
+		"{\"time\":101.0,\"event\":\"rank_failed\",\"gen\":0,\"rank\":1,\"node\":\"n0\"}",
+		"{\"time\":101.2,\"event\":\"start\",\"gen\":1,\"restart\":1}",
+		"{\"time\":101.3,\"event\":\"running\",\"gen\":1,\"ranks\":2,"
+		"\"since_failure_ms\":300,\"process_ms\":300,\"heartbeats\":true}",
+		"{\"time\":110.29,\"event\":\"heartbeating\",\"gen\":1,\"ranks\":2,"
+		"\"since_start_ms\":9090,\"since_failure_ms\":9290,\"recovery_ms\":9290,"
+		"\"process_ms\":300}",
+	};
+	struct pm_tl_event ev[5];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int i;
+	(void)state;
+
+	assert_non_null(f);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(pm_tl_parse_line(lines[i], &ev[i]), 0);
+	assert_true(ev[3].recovery_ms < 0);
+	assert_true(ev[3].process_ms > 299.9 && ev[3].process_ms < 300.1);
+	assert_true(ev[4].recovery_ms > 9289.9 && ev[4].recovery_ms < 9290.1);
+	assert_int_equal(pm_tl_render(ev, 5, NULL, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<title>recovery of gen 1: every rank training again 9.29 s "
+				    "after the failure (procmgr's part 0.30 s)</title>"));
+	assert_int_equal(occurrences(buf, ">recovery 9.29 s</text>"), 1);
+	free(buf);
+}
+
 static void test_many_nodes_and_nothing(void **state)
 {
 	struct pm_tl_event ev[200];
@@ -153,6 +188,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_line),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_recovery_span),
 		cmocka_unit_test(test_many_nodes_and_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

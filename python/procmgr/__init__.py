@@ -1,0 +1,139 @@
+"""procmgr: what a program run under procmgr can tell it, and ask.
+
+Pure Python, standard library only. Every function is a no-op (or returns
+what a plain, unsupervised run would) outside procmgr, so that the same
+script runs under procmgr, under torchrun, or by hand.
+
+    import procmgr
+    procmgr.ready()                  # today: returns at once (see ready())
+    ...
+    for step in range(start, steps):
+        procmgr.heartbeat(step)      # liveness, and where training is
+        ...
+
+The heartbeat file is procmgr's hang detector's input (srun
+--procmgr-hang-timeout); a rank's first heartbeat of a generation is also
+the end of a restart as procmgr measures it: "every rank training again N s
+after the failure" on srun's stderr, in the event log, in `procmgr status`
+and in the metrics.
+"""
+import os
+import socket
+import time
+
+__all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "local_rank",
+           "world_size", "wait_store"]
+
+_ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
+_ENV_RESTART_COUNT = "PROCMGR_RESTART_COUNT"
+
+
+def under_procmgr():
+    """True when this process is a rank's command started by procmgr."""
+    return _ENV_RESTART_COUNT in os.environ
+
+
+def heartbeat(step=None):
+    """Tell procmgr this rank is alive (and, with step, how far it got).
+
+    Touches the file named by PROCMGR_HEARTBEAT, which procmgr sets when the
+    step has a hang timeout. With step (an int, e.g. the training step), the
+    file's content becomes that number, written whole (a temporary file
+    renamed over it): a reader never sees half a number. Returns True if a
+    heartbeat was given, False outside procmgr or without a hang timeout.
+    Cheap enough for every step (one open/close, or a write and a rename).
+    """
+    path = os.environ.get(_ENV_HEARTBEAT)
+    if not path:
+        return False
+    if step is None:
+        # Opening for writing and closing is what procmgr-rank watches.
+        with open(path, "a"):
+            pass
+        return True
+    text = "%d\n" % int(step)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    # A rename is not one of the changes the supervisor watches for; a
+    # change of the file's times is.
+    os.utime(path)
+    return True
+
+
+def ready():
+    """Say that the program's start-up is done and wait for its generation.
+
+    Every generation is started cold today: the process already is its
+    generation's, with its environment, so this returns at once. With warm
+    generations (a later procmgr), a process started ahead of time blocks
+    here until its generation starts, and os.environ is then updated (RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT, the restart count, ...): call it
+    after the expensive imports and before reading that environment.
+    A no-op outside procmgr."""
+    return None
+
+
+def restart_count():
+    """This generation's number: 0 at the first start, +1 at each restart
+    (PROCMGR_RESTART_COUNT; torchrun's TORCHELASTIC_RESTART_COUNT otherwise;
+    0 when neither is set)."""
+    for name in (_ENV_RESTART_COUNT, "TORCHELASTIC_RESTART_COUNT"):
+        v = os.environ.get(name)
+        if v is not None:
+            return int(v)
+    return 0
+
+
+def _env_int(name, default):
+    v = os.environ.get(name)
+    return int(v) if v not in (None, "") else default
+
+
+def rank():
+    """The global rank (RANK, else SLURM_PROCID, else 0)."""
+    return _env_int("RANK", _env_int("SLURM_PROCID", 0))
+
+
+def local_rank():
+    """The rank on this node (LOCAL_RANK, else SLURM_LOCALID, else 0)."""
+    return _env_int("LOCAL_RANK", _env_int("SLURM_LOCALID", 0))
+
+
+def world_size():
+    """The number of ranks (WORLD_SIZE, else SLURM_NTASKS, else 1)."""
+    return _env_int("WORLD_SIZE", _env_int("SLURM_NTASKS", 1))
+
+
+def wait_store(timeout=60.0, interval=0.01):
+    """On a rank other than 0: wait until rank 0's store (MASTER_ADDR:
+    MASTER_PORT) accepts a connection, for at most timeout seconds.
+
+    After a restart every rank starts at once and the fastest reach
+    init_process_group before rank 0's store listens; torch (1.13) then
+    retries a refused connection only once a second, so the rendezvous
+    ends up to a second after the last rank came. Polling every 10 ms
+    here first takes that second away. Returns True once the port
+    answered (at once on rank 0, or without MASTER_ADDR/MASTER_PORT),
+    False at the timeout (init_process_group then waits as it would have).
+    """
+    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if rank() == 0 or not host or not port:
+        return True
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1.0):
+                return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(interval)

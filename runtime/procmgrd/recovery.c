@@ -1,0 +1,61 @@
+/* The root's figure of a restart as the user feels it. procmgr's part
+ * ends when every rank runs its command again, but a researcher waits
+ * until every rank trains again: its first heartbeat of the generation,
+ * after the interpreter, the imports, the rendezvous and the checkpoint.
+ * Both are measured from the failure; the second is the recovery. Part of
+ * the state machine: pure. */
+#include "gen_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
+{
+	char f[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f, sizeof(f), fmt, ap);
+	va_end(ap);
+	g->cf.ops->event(g->cf.ctx, name, f);
+}
+
+void pm_gen_root_running(struct pm_gen *g, bool beat)
+{
+	uint64_t t = g->cf.ops->now_ms(g->cf.ctx);
+	unsigned long long since = t - g->start_t0, rec = t - g->fail_t0;
+	struct pm_gen_recovery *r = &g->rec;
+
+	if (g->gen == 0) {
+		event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
+		      "\"since_start_ms\":%llu", g->gen, pm_gen_world(g), since);
+		return;
+	}
+	if (!beat || r->gen != g->gen) {
+		/* A heartbeat seen with the run (both in one report) still
+		 * has a process part: the same instant. */
+		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec };
+	}
+	if (!beat) {
+		event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
+		      "\"since_failure_ms\":%llu,\"process_ms\":%llu,\"heartbeats\":%s", g->gen,
+		      pm_gen_world(g), since, rec, rec, g->cf.beats ? "true" : "false");
+		if (!g->cf.beats)
+			pm_gen_tell(g, "procmgr: generation %u: every rank running again %.2f s "
+				    "after the failure (procmgr's part only: without "
+				    "--procmgr-hang-timeout no heartbeat says when training "
+				    "resumes)", g->gen, (double)rec / 1000);
+		return;
+	}
+	r->beat = true;
+	r->recovery_ms = rec;
+	event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
+	      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu", g->gen,
+	      pm_gen_world(g), since, rec, rec, (unsigned long long)r->process_ms);
+	pm_gen_tell(g, "procmgr: generation %u: every rank training again %.2f s after the "
+		    "failure (procmgr's part %.2f s, the program's start %.2f s)", g->gen,
+		    (double)rec / 1000, (double)r->process_ms / 1000,
+		    (double)(rec - r->process_ms) / 1000);
+}

@@ -1,0 +1,7 @@
+#!/bin/sh
+# The procmgr Python module's unit tests (standard library unittest), run by
+# the Python the module is installed for (configure's PYTHON3).
+py=${PYTHON3:-/usr/bin/python3}
+[ -x "$py" ] || py=$(command -v python3) || { echo "SKIP: no python3"; exit 77; }
+src=${top_srcdir:-.}
+PYTHONPATH="$src/python" exec "$py" -m unittest discover -s "$src/tests/python" -p 'test_*.py' -v
