@@ -16,11 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/blame.h"
 #include "common/contract.h"
 #include "common/stacks.h"
 #include "common/text.h"
 
 #define PM_HANG_RAW_MAX (256 * 1024)
+#define PM_NO_STACK "procmgr: no stack for "
 
 struct pm_hang_stack {
 	int rank, node;
@@ -93,7 +95,7 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 		raw[n] = '\0';
 		/* One frame: a stack's first PM_WIRE_TEXT_MAX bytes, whole lines. */
 		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1))
-			snprintf(text, PM_WIRE_TEXT_MAX + 1, "procmgr: no stack for rank %d\n", grank);
+			snprintf(text, PM_WIRE_TEXT_MAX + 1, PM_NO_STACK "rank %d\n", grank);
 		save(s, grank, text);
 		if (s->node == 0) {
 			keep(grank, s->node, text);
@@ -116,6 +118,37 @@ void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
 		keep(m->rank, m->node, m->text);
 	else if (s->parent && s->parent_ok)
 		pm_step_send(s, s->parent, m);
+}
+
+/* A stack the tool could not take is no evidence: only real ones count. */
+static bool missing(const char *text)
+{
+	return !strncmp(text, PM_NO_STACK, strlen(PM_NO_STACK));
+}
+
+int pm_query_hang_outlier(struct pm_step *s, int *node)
+{
+	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
+	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *nodes = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int i, n = 0, r = -1;
+	(void)s;
+
+	if (texts && ranks && group && nodes) {
+		for (i = 0; i < nkept; i++)
+			if (!missing(kept[i].text)) {
+				texts[n] = kept[i].text;
+				nodes[n] = kept[i].node;
+				ranks[n++] = kept[i].rank;
+			}
+		r = pm_blame_outlier(group, ranks, n, pm_stack_group(texts, ranks, n, group));
+		for (i = 0; r >= 0 && i < n; i++)
+			if (ranks[i] == r)
+				*node = nodes[i];
+	}
+	free(texts), free(ranks), free(group), free(nodes);
+	return r;
 }
 
 /* The python part of a normalized stack, else its first native frames. */
@@ -160,7 +193,11 @@ void pm_query_hang_report(struct pm_step *s)
 	int *members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
 	char out[PM_WIRE_TEXT_MAX], top[128], list[512], ex[2048], esc[PM_WIRE_TEXT_MAX];
 	char groups[2048], etop[256];
-	int hung = s->gen.hang.rank, i, g, ng, hi = -1;
+	/* The blamed rank's stack, else (nobody blamed) the oldest beat's. */
+	int hung = s->gen.hang.blamed >= 0 ? s->gen.hang.blamed : s->gen.hang.rank, i, g, ng, hi = -1;
+	const char *why = s->gen.hang.blamed_by == PM_BLAME_STACK ? "its stack differs"
+			  : s->gen.hang.blamed_by == PM_BLAME_NONE ? "the oldest heartbeat, "
+			  "by less than heartbeats resolve" : "hung first";
 	size_t off = 0, goff = 0;
 
 	if (!texts || !ranks || !group || !members || !nkept)
@@ -200,8 +237,8 @@ void pm_query_hang_report(struct pm_step *s)
 		pm_stack_top(texts[hi], top, sizeof(top));
 		excerpt(texts[hi], ex, sizeof(ex));
 		if (off < sizeof(out))
-			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (hung first) was in "
-				 "%s:\n%s", hung, top[0] ? top : "?", ex);
+			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (%s) was in "
+				 "%s:\n%s", hung, why, top[0] ? top : "?", ex);
 		pm_json_escape(texts[hi], esc, sizeof(esc));
 		pm_json_escape(top, etop, sizeof(etop));
 	} else {

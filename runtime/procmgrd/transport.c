@@ -185,6 +185,11 @@ static void log_line(void *ctx, const char *text)
 	pm_log(ctx, "%s", text);
 }
 
+static int hang_outlier(void *ctx, int *node)
+{
+	return pm_query_hang_outlier(ctx, node);
+}
+
 static uint64_t now_ms(void *ctx)
 {
 	(void)ctx;
@@ -204,6 +209,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.became_root = became_root,
 	.log = log_line,
 	.now_ms = now_ms,
+	.hang_outlier = hang_outlier,
 };
 
 static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
