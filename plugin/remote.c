@@ -150,7 +150,9 @@ int pm_remote_task_exit(spank_t sp)
 	if (!active || n->pid <= 0)
 		return 0;
 	if (++n->tasks_exited >= n->ntasks_local) {
-		pm_spawn_stop(n);
+		/* Reaped in the exit hook: waiting here would hold the tasks'
+		 * exit messages to srun. */
+		pm_spawn_signal(n);
 		/* Now, before Slurm sweeps the step's processes away. */
 		pm_drain_maybe(n);
 	}

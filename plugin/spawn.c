@@ -325,6 +325,15 @@ static void signal_procmgrd(struct pm_node *n, int sig)
 		kill(n->pid, sig);
 }
 
+void pm_spawn_signal(struct pm_node *n)
+{
+	if (n->pid <= 0)
+		return;
+	/* SIGCONT: a stopped procmgrd (SIGSTOP, a debugger) still ends now. */
+	signal_procmgrd(n, SIGTERM);
+	signal_procmgrd(n, SIGCONT);
+}
+
 void pm_spawn_stop(struct pm_node *n)
 {
 	struct pollfd pfd;
@@ -332,9 +341,7 @@ void pm_spawn_stop(struct pm_node *n)
 
 	if (n->pid <= 0)
 		return;
-	/* SIGCONT: a stopped procmgrd (SIGSTOP, a debugger) still ends now. */
-	signal_procmgrd(n, SIGTERM);
-	signal_procmgrd(n, SIGCONT);
+	pm_spawn_signal(n);
 	if (n->pidfd >= 0) {
 		pfd.fd = n->pidfd;
 		pfd.events = POLLIN;

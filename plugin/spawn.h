@@ -16,7 +16,11 @@ int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen);
  * -1 with err (a failed health check, or why it did not start). n->pid is
  * set whenever a procmgrd was started: pm_spawn_stop it even after -1. */
 int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen);
-/* SIGTERM, then SIGKILL after 5 s; then its run directory goes. */
+/* At the last task's exit: SIGTERM, without waiting (procmgrd leaves only
+ * on it, and its exit is off the step's path until the exit hook). */
+void pm_spawn_signal(struct pm_node *n);
+/* SIGTERM (again), then SIGKILL after 5 s; reaped; then its run directory
+ * goes. */
 void pm_spawn_stop(struct pm_node *n);
 
 #endif
