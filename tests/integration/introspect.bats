@@ -160,6 +160,46 @@ PY
 	wait "$fpid"
 }
 
+@test "after the step: procmgr events reads the log on the first node until the job ends, says where it is elsewhere; the job's end removes state_dir/JOB" {
+	run as_user salloc -N2 --quiet bash -c "srun -N2 -n2 --procmgr true &&
+		'$PROCMGR' events \$SLURM_JOB_ID.0 && echo === &&
+		'$PROCMGR' events \$SLURM_JOB_ID --json && echo === &&
+		'$PROCMGR' events \$SLURM_JOB_ID --state-dir /nonexistent"
+	echo "$output"
+	job=$(last_job)
+	[ "$status" -eq 1 ] # the last: not on this node
+	[[ "$output" == *" finish gen=0"* ]]
+	[[ "$output" == *'"event":"finish","gen":0'* ]]
+	[[ "$output" == *"procmgr events: no running step $job.0 (scontrol: "*"); its log is not on this node: it is /nonexistent/$job/0.events.jsonl on the step's first node (${PM_TESTBED_PREFIX:-pmnode}1 for a step on all of job $job's nodes), until the job ends: run this there, as the job's user or root"* ]]
+	# The testbed keeps a job's directory job_dir_keep=1h: its end is marked.
+	wait_until 20 test -f "$STATE/.$job.ended"
+	[ "$(stat -c %u "$STATE/.$job.ended")" -eq 0 ]
+	[ -f "$STATE/$job/0.events.jsonl" ]
+	run as_user "$PROCMGR" events "$job" --state-dir "$STATE"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" finish gen=0"* ]]
+	# Once job_dir_keep has passed, the next job's end on the node removes
+	# it, even with a link and a FIFO of the user's in it (neither followed).
+	touch "$W/precious"
+	as_user ln -s "$W/precious" "$STATE/$job/link"
+	as_user mkfifo "$STATE/$job/fifo"
+	as_user mkdir -p "$STATE/$job/a/b"
+	touch -d '2 hours ago' "$STATE/.$job.ended"
+	run as_user srun -N1 -n1 --procmgr true
+	[ "$status" -eq 0 ]
+	job2=$(last_job)
+	[ "$job2" != "$job" ]
+	wait_until 20 test ! -e "$STATE/$job"
+	[ ! -e "$STATE/.$job.ended" ]
+	[ -f "$W/precious" ]
+	[ -d "$STATE/$job2" ] # not yet due
+	run as_user "$PROCMGR" events "$job" --state-dir "$STATE"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	# (FAILED: the allocation's last command failed, as meant)
+	[[ "$output" == *"its log is not on this node: job $job is "*": the log went with state_dir/$job at the job's end"* ]]
+}
+
 @test "a hang: every rank's stack is taken before anything is stopped; the grouped summary with the hung rank's function on srun's stderr, in the event log and in state_dir" {
 	cp "$STUCK" "$W/stuck.py"
 	chmod 0644 "$W/stuck.py"
