@@ -32,6 +32,7 @@ struct pm_hang_stack {
 /* The root's: the stacks of this generation's hang, as they come. */
 static struct pm_hang_stack *kept;
 static int nkept, kept_cap;
+static uint64_t last_kept_ms; /* when the last one came: the capture's end */
 
 static void keep(int rank, int node, const char *text)
 {
@@ -49,6 +50,7 @@ static void keep(int rank, int node, const char *text)
 	kept[nkept].rank = rank;
 	kept[nkept].node = node;
 	nkept++;
+	last_kept_ms = pm_now_ms();
 }
 
 void pm_query_hang_clear(void)
@@ -77,6 +79,33 @@ static void save(struct pm_step *s, int rank, const char *text)
 		close(fd);
 }
 
+/* No stack in what the tool wrote: why, as the supervisor said it
+ * (rank/rank_stack.h), else the tool's last words. */
+static void missing_why(const char *raw, int grank, char *out, size_t len)
+{
+	const char *tag = "procmgr: no stack: ", *p = strstr(raw, tag), *e;
+	size_t n;
+
+	if (p) {
+		p += strlen(tag);
+		snprintf(out, len, PM_NO_STACK "rank %d: %.*s\n", grank, (int)strcspn(p, "\n"), p);
+		return;
+	}
+	for (e = raw + strlen(raw); e > raw && (e[-1] == '\n' || e[-1] == ' '); e--)
+		;
+	for (p = e; p > raw && p[-1] != '\n'; p--)
+		;
+	n = (size_t)(e - p) < 300 ? (size_t)(e - p) : 300;
+	if (n)
+		snprintf(out, len, PM_NO_STACK "rank %d: the stack tool found no frames and said: "
+			 "%.*s\n", grank, (int)n, p);
+	else
+		snprintf(out, len, PM_NO_STACK "rank %d: the stack tool wrote nothing\n", grank);
+	for (n = 0; out[n]; n++)
+		if ((unsigned char)out[n] < 0x20 && out[n] != '\n')
+			out[n] = ' ';
+}
+
 void pm_query_rank_ended(struct pm_step *s, int lrank)
 {
 	char path[4096], *raw, *text;
@@ -95,7 +124,7 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 		raw[n] = '\0';
 		/* One frame: a stack's first PM_WIRE_TEXT_MAX bytes, whole lines. */
 		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1))
-			snprintf(text, PM_WIRE_TEXT_MAX + 1, PM_NO_STACK "rank %d\n", grank);
+			missing_why(raw, grank, text, PM_WIRE_TEXT_MAX + 1);
 		save(s, grank, text);
 		if (s->node == 0) {
 			keep(grank, s->node, text);
@@ -225,7 +254,11 @@ void pm_query_hang_report(struct pm_step *s)
 			snprintf(list, sizeof(list), "%d ranks", k);
 		pm_stack_top(texts[j], top, sizeof(top));
 		pm_json_escape(top, etop, sizeof(etop));
-		if (off < sizeof(out))
+		if (off < sizeof(out) && missing(texts[j]))
+			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   %.*s",
+						(int)strcspn(texts[j] + strlen("procmgr: "), "\n"),
+						texts[j] + strlen("procmgr: "));
+		else if (off < sizeof(out))
 			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   rank%s %s in %s",
 						k == 1 ? "" : "s", list, top[0] ? top : "?");
 		if (goff < sizeof(groups))
@@ -250,8 +283,13 @@ void pm_query_hang_report(struct pm_step *s)
 		groups[0] = '\0'; /* cut: the file on each node has them all */
 	{
 		char f[PM_WIRE_TEXT_MAX * 2];
+		/* How long the stacks took, from the first rank judged hung: part
+		 * of the recovery (the stop waits for them). */
+		unsigned long long cap = last_kept_ms > s->gen.fail_t0 ?
+					 (unsigned long long)(last_kept_ms - s->gen.fail_t0) : 0;
 		snprintf(f, sizeof(f), "\"gen\":%u,\"rank\":%d,\"top\":\"%s\",\"ranks\":%d,"
-			 "\"groups\":[%s],\"stack\":\"%s\"", s->gen.gen, hung, etop, nkept, groups, esc);
+			 "\"groups\":[%s],\"stack\":\"%s\",\"capture_ms\":%llu", s->gen.gen, hung,
+			 etop, nkept, groups, esc, cap);
 		pm_step_ops.event(s, "hang_stacks", f);
 	}
 out:

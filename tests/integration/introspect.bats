@@ -222,6 +222,26 @@ PY
 	[[ "$output" == *'"event":"hang","gen":0,"rank":3'* ]]
 }
 
+@test "a hang whose stacks cannot be taken: the summary says why for each rank, and the capture's time is in the event" {
+	cp "$STUCK" "$W/stuck.py"
+	chmod 0644 "$W/stuck.py"
+	# A debugger that cannot attach, as under a strict Yama or seccomp.
+	mkdir -p "$W/bin"
+	printf '#!/bin/sh\necho "ptrace: Operation not permitted."\nexit 1\n' >"$W/bin/gdb"
+	chmod 0755 "$W/bin" "$W/bin/gdb"
+	# (srun's own PATH: Slurm ignores PATH in --export)
+	run as_user env PATH="$W/bin:/usr/bin:/bin" timeout 90 srun -N2 -n4 --procmgr \
+		--procmgr-hang-timeout=2 --export=ALL,STUCK_RANK=3 /usr/bin/python3 "$W/stuck.py"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	job=$(last_job)
+	for r in 0 1 2 3; do
+		[[ "$output" == *"procmgr:   no stack for rank $r: the stack tool found no frames and said: ptrace: Operation not permitted."* ]]
+	done
+	run events "$job" 0
+	grep -q '"event":"hang_stacks".*"capture_ms":[0-9]' <<<"$output"
+}
+
 @test "procmgr status and help: bad input says what is allowed" {
 	run "$PROCMGR" status 12x
 	[ "$status" -eq 1 ]
