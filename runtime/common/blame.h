@@ -10,6 +10,7 @@
 #ifndef PM_BLAME_H
 #define PM_BLAME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* What two heartbeats' times can tell apart, in ms. A beat is stamped by
@@ -45,6 +46,15 @@ struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsign
  * numbered by decreasing size); -1 if there is none such (fewer than 3
  * stacks, or more than one place the ranks differ). */
 int pm_blame_outlier(const int *group, const int *ranks, int n, int ngroups);
+
+/* The verdict in words, into buf: "rank 3 on n2 hung first (its last
+ * heartbeat 1.2 s before any other's); ranks 0, 1 followed", or, for a
+ * tie, the ranks, how close their beats were and the stack's outlier or
+ * "inconclusive". follower: n (at most 64) of the nfollowers other hung
+ * ranks, sorted here; the rest are "and more". */
+void pm_blame_text(const struct pm_blame *b, int first, const char *first_node,
+		   const char *blamed_node, int *follower, int n, int nfollowers,
+		   uint64_t lead_ms, char *buf, size_t len);
 
 /* The blame's name in the event log: "heartbeat", "stack", "none". */
 const char *pm_blame_name(enum pm_blame_by by);

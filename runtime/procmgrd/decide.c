@@ -155,64 +155,17 @@ static void hang_note(struct pm_gen *g, const struct pm_msg *m)
 	h->followers++;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
-}
-
-static void fmt_ms(uint64_t ms, char *buf, size_t len)
-{
-	if (ms < 1000)
-		snprintf(buf, len, "%llu ms", (unsigned long long)ms);
-	else
-		snprintf(buf, len, "%.1f s", (double)ms / 1000.0);
-}
-
-/* "rank 3 on n2 hung first (its last heartbeat 1.2 s before any other's);
- * ranks 0, 1 followed", or, when the heartbeats tie, which stack stands
- * out or that nothing does (common/blame.h). */
+/* "rank 3 on n2 hung first (...); ranks 0, 1 followed", or the tie's words
+ * (common/blame.h). */
 static void hang_text(struct pm_gen *g, char *buf, size_t len)
 {
 	struct pm_hang *h = &g->hang;
-	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
-	int all[PM_HANG_LIST + 1];
-	char ago[32], res[32], list[256];
-	size_t off;
+	struct pm_blame b = { (enum pm_blame_by)h->blamed_by, h->blamed };
 
-	qsort(h->follower, (size_t)n, sizeof(int), cmp_int);
-	fmt_ms(h->followers ? h->next_beat - h->beat : 0, ago, sizeof(ago));
-	if (h->blamed_by != PM_BLAME_HEARTBEAT) {
-		memcpy(all, h->follower, (size_t)n * sizeof(int));
-		all[n] = h->rank;
-		if (pm_ranks_format(all, n + 1, list, sizeof(list)))
-			snprintf(list, sizeof(list), "%d ranks", h->followers + 1);
-		fmt_ms(PM_BLAME_RESOLUTION_MS, res, sizeof(res));
-		off = (size_t)snprintf(buf, len, "ranks %s%s hung with their last heartbeats "
-				       "within %s of each other, less than heartbeats resolve (%s): ",
-				       list, h->followers > n ? " and more" : "", ago, res);
-		if (h->blamed_by == PM_BLAME_STACK)
-			snprintf(buf + off, off < len ? len - off : 0, "rank %d on %s, whose stack "
-				 "differs from the others', is the likely cause", h->blamed,
-				 pm_gen_node_name(g, h->blamed_node));
-		else
-			snprintf(buf + off, off < len ? len - off : 0, "inconclusive, no evidence "
-				 "points at one rank");
-		return;
-	}
-	off = (size_t)snprintf(buf, len, "rank %d on %s hung", h->rank,
-			       pm_gen_node_name(g, h->node));
-	if (!h->followers)
-		return;
-	off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
-				" first (its last heartbeat %s before any other's); rank%s", ago,
-				h->followers > 1 ? "s" : "");
-	for (i = 0; i < n; i++)
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s %d",
-					i ? "," : "", h->follower[i]);
-	if (h->followers > n)
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, " and %d more",
-					h->followers - n);
-	snprintf(buf + off, off < len ? len - off : 0, " followed");
+	pm_blame_text(&b, h->rank, pm_gen_node_name(g, h->node),
+		      h->blamed_node >= 0 ? pm_gen_node_name(g, h->blamed_node) : "",
+		      h->follower, h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST,
+		      h->followers, h->followers ? h->next_beat - h->beat : 0, buf, len);
 }
 
 /* At STOPPED after a hang: now that every hung rank has said so and every
