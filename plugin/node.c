@@ -108,6 +108,7 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 
 	n->pid = -1;
 	n->pidfd = -1;
+	n->ready_fd = -1;
 	if (spank_get_item(sp, S_JOB_ID, &n->job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &n->step) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_NODEID, &n->nodeid) != ESPANK_SUCCESS ||

@@ -43,6 +43,7 @@ struct pm_node {
 	char step_gpus[1024]; /* set when Slurm renumbers the task's GPUs */
 	pid_t pid;            /* procmgrd */
 	int pidfd;
+	int ready_fd, ready_ms; /* its ready line, read in user_init; -1: read */
 	uint32_t tasks_exited;
 };
 

@@ -4,6 +4,7 @@
 
 #include <slurm/slurm.h>
 
+#include "jobend.h"
 #include "plugin.h"
 
 SPANK_PLUGIN(procmgr, 1);
@@ -141,4 +142,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	(void)ac;
 	(void)av;
 	return spank_remote(sp) ? pm_remote_exit(sp) : 0;
+}
+
+/* slurmd's job epilog, as root, on every node of the job. */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	return pm_jobend_epilog(sp, ac, av, pm_plugstack_path());
 }

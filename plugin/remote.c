@@ -21,6 +21,7 @@ static bool active; /* procmgr supervises this step on this node */
 /* The first error was said where srun shows it (user_init, whose error
  * output srun has): the tasks need not say it again. */
 static bool error_told;
+static char launch_err[PM_ERRLEN]; /* procmgrd could not be started (post_opt) */
 
 /* A remote hook that fails only makes srun say "task launch failed" and
  * the job COMPLETED: keep the first error for task_init, where the step
@@ -71,6 +72,11 @@ int pm_remote_post_opt(spank_t sp)
 	if (pm_g.resolved.bind)
 		pm_topocache_refresh();
 	pm_metricsdir_prepare(&node_s);
+	/* Started now, its start-up (exec, listen, checks) overlaps
+	 * slurmstepd's own until user_init reads its ready line: ~4 ms per
+	 * node off the launch. user_init says a failure, where srun shows it. */
+	if (pm_spawn_launch(sp, &node_s, err, sizeof(err)))
+		snprintf(launch_err, sizeof(launch_err), "%s", err);
 	return 0;
 }
 
@@ -80,6 +86,8 @@ int pm_remote_user_init(spank_t sp)
 
 	if (!active || pm_g.error[0])
 		return 0;
+	if (launch_err[0])
+		return defer_error(launch_err, true);
 	if (pm_spawn_start(sp, &node_s, err, sizeof(err)))
 		return defer_error(err, true);
 	if (pm_g.resolved.bind && pm_taskenv_plan(sp, &node_s, err, sizeof(err)))
@@ -152,7 +160,9 @@ int pm_remote_task_exit(spank_t sp)
 	if (!active || n->pid <= 0)
 		return 0;
 	if (++n->tasks_exited >= n->ntasks_local) {
-		pm_spawn_stop(n);
+		/* Reaped in the exit hook: waiting here would hold the tasks'
+		 * exit messages to srun. */
+		pm_spawn_signal(n);
 		/* Now, before Slurm sweeps the step's processes away. */
 		pm_drain_maybe(n);
 	}

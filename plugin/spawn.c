@@ -223,12 +223,11 @@ static int read_ready(int fd, int wait_ms, char *buf, size_t len)
 	return got ? READY_LINE : READY_NONE;
 }
 
-int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
+int pm_spawn_launch(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 {
 	char line[PM_READY_MAX];
-	struct pm_ready r;
 	pid_t stepd = getpid();
-	int p[2], nchecks, wait_ms, got;
+	int p[2], nchecks;
 	size_t listlen = strlen(n->nodelist);
 	size_t buflen = 4 * PATH_MAX + listlen + sizeof(n->opts) + 1024;
 	char *buf;
@@ -247,7 +246,10 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 	n->pid = fork();
 	if (n->pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
-		goto fail;
+		free(buf);
+		close(p[0]);
+		close(p[1]);
+		return -1;
 	}
 	if (n->pid == 0) {
 		close(p[0]);
@@ -255,20 +257,32 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 		exec_procmgrd(sp, n, p[1], stepd, buf, buflen);
 	}
 	free(buf);
-	buf = NULL;
 	close(p[1]);
-	p[1] = -1;
 	n->pidfd = pm_pidfd_open(n->pid);
-
+	n->ready_fd = p[0];
 	/* Ready means listening, with this node's checks done: give them
 	 * their time (each script is bounded by health_timeout). */
 	nchecks = pm_checks_parse(pm_g.resolved.health, NULL, 0, line, sizeof(line));
-	wait_ms = 30000 + (nchecks > 0 ? nchecks : 0) * (int)pm_g.site.health_timeout_ms;
-	got = read_ready(p[0], wait_ms, line, sizeof(line));
-	close(p[0]);
+	n->ready_ms = 30000 + (nchecks > 0 ? nchecks : 0) * (int)pm_g.site.health_timeout_ms;
+	return 0;
+}
+
+int pm_spawn_ready(struct pm_node *n, char *err, size_t errlen)
+{
+	char line[PM_READY_MAX];
+	struct pm_ready r;
+	int got;
+
+	if (n->ready_fd < 0) {
+		snprintf(err, errlen, "procmgrd was not started on node %u", n->nodeid);
+		return -1;
+	}
+	got = read_ready(n->ready_fd, n->ready_ms, line, sizeof(line));
+	close(n->ready_fd);
+	n->ready_fd = -1;
 	if (got == READY_LATE) {
 		snprintf(err, errlen, "procmgrd did not start on node %u: error: not ready "
-			 "after %d s", n->nodeid, wait_ms / 1000);
+			 "after %d s", n->nodeid, n->ready_ms / 1000);
 		return -1;
 	}
 	if (got == READY_NONE) {
@@ -293,11 +307,13 @@ int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 		return -1;
 	}
 	return -1;
-fail:
-	free(buf);
-	close(p[0]);
-	close(p[1]);
-	return -1;
+}
+
+int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen)
+{
+	if (n->ready_fd < 0 && n->pid <= 0 && pm_spawn_launch(sp, n, err, errlen))
+		return -1;
+	return pm_spawn_ready(n, err, errlen);
 }
 
 /* procmgrd's log is its stderr, opened before exec, so it exists from the
@@ -336,16 +352,27 @@ static void signal_procmgrd(struct pm_node *n, int sig)
 		kill(n->pid, sig);
 }
 
-void pm_spawn_stop(struct pm_node *n)
+void pm_spawn_signal(struct pm_node *n)
 {
-	struct pollfd pfd;
-	int rc;
-
 	if (n->pid <= 0)
 		return;
 	/* SIGCONT: a stopped procmgrd (SIGSTOP, a debugger) still ends now. */
 	signal_procmgrd(n, SIGTERM);
 	signal_procmgrd(n, SIGCONT);
+}
+
+void pm_spawn_stop(struct pm_node *n)
+{
+	struct pollfd pfd;
+	int rc;
+
+	if (n->ready_fd >= 0) {
+		close(n->ready_fd);
+		n->ready_fd = -1;
+	}
+	if (n->pid <= 0)
+		return;
+	pm_spawn_signal(n);
 	if (n->pidfd >= 0) {
 		pfd.fd = n->pidfd;
 		pfd.events = POLLIN;

@@ -16,7 +16,16 @@ int pm_spawn_dirs(struct pm_node *n, char *err, size_t errlen);
  * -1 with err (a failed health check, or why it did not start). n->pid is
  * set whenever a procmgrd was started: pm_spawn_stop it even after -1. */
 int pm_spawn_start(spank_t sp, struct pm_node *n, char *err, size_t errlen);
-/* SIGTERM, then SIGKILL after 5 s; then its run directory goes. */
+/* pm_spawn_start in two halves: fork and exec (in init_post_opt, so that
+ * procmgrd starts while slurmstepd sets up the step), then its ready line
+ * (user_init). pm_spawn_start does what is left of the two. */
+int pm_spawn_launch(spank_t sp, struct pm_node *n, char *err, size_t errlen);
+int pm_spawn_ready(struct pm_node *n, char *err, size_t errlen);
+/* At the last task's exit: SIGTERM, without waiting (procmgrd leaves only
+ * on it, and its exit is off the step's path until the exit hook). */
+void pm_spawn_signal(struct pm_node *n);
+/* SIGTERM (again), then SIGKILL after 5 s; reaped; then its run directory
+ * goes. */
 void pm_spawn_stop(struct pm_node *n);
 
 #endif

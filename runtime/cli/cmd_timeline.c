@@ -2,15 +2,14 @@
  * a step's event log as a picture (timeline.c draws it). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
-#include "plugstack.h"
+#include "evlog.h"
 #include "timeline.h"
-#include "common/contract.h"
-#include "common/options.h"
 
 #define USAGE "usage: procmgr timeline [JOBID[.STEP]] [--events FILE] [--state-dir DIR] " \
 	"(--svg FILE | --html FILE)\n"
@@ -30,27 +29,13 @@ static void help(FILE *f)
 		"  --html FILE      write an HTML page holding it\n");
 }
 
-static int site_state_dir(const struct pm_plugline *l, void *arg)
-{
-	struct pm_site s;
-	char err[512];
-	const char *b = strrchr(l->path, '/');
-
-	if (strcmp(b ? b + 1 : l->path, "procmgr.so"))
-		return 0;
-	pm_site_init(&s);
-	if (pm_site_parse(&s, l->argc, l->argv, l->file, err, sizeof(err)) == 0)
-		snprintf(arg, PATH_MAX, "%s", s.state_dir);
-	return 0;
-}
-
-/* The step's event log. Here: the file on this node (the step's first
- * node, or a state_dir shared by the nodes). A fetch through the step's
- * control tree (procmgr events) plugs in here, returning the same stream. */
+/* The step's event log on this node (its first node, or a state_dir
+ * shared by the nodes), read as procmgr events reads it (evlog.h). */
 static FILE *open_step_events(const char *spec, const char *state_dir, char *path, size_t len)
 {
-	char conf[PATH_MAX], dir[PATH_MAX] = "/var/spool/procmgr", *end;
+	char dir[PATH_MAX], *end;
 	unsigned long job, step = 0;
+	FILE *f;
 
 	errno = 0;
 	job = strtoul(spec, &end, 10);
@@ -66,15 +51,11 @@ static FILE *open_step_events(const char *spec, const char *state_dir, char *pat
 			return NULL;
 		}
 	}
-	if (state_dir)
-		snprintf(dir, sizeof(dir), "%s", state_dir);
-	else if (pm_plugstack_default(PM_SLURMCONFDIR, conf, sizeof(conf)) == 0)
-		(void)pm_plugstack_read(conf, site_state_dir, dir);
-	if (pm_path_events(path, len, dir, (uint32_t)job, (uint32_t)step)) {
+	pm_evlog_state_dir(state_dir, dir, sizeof(dir));
+	f = pm_evlog_open(dir, (unsigned)job, (unsigned)step, path, len);
+	if (!f && !path[0])
 		fprintf(stderr, "procmgr timeline: state_dir %s is too long\n", dir);
-		return NULL;
-	}
-	return fopen(path, "r");
+	return f;
 }
 
 int pm_cmd_timeline(int argc, char **argv)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- a small JSON reader: the whole document is checked, and the
@@ -396,6 +397,38 @@ static bool blank(const char *s, size_t n)
 	return true;
 }
 
+/* A crash under faulthandler ends with "Extension modules: ..." (and
+ * other threads' frames): the useful line is "Fatal Python error: X" with
+ * the crashing thread's innermost frame, the first "  File" line after
+ * "Current thread ... (most recent call first):". */
+static bool fatal_summary(const char *tail, char *sum, size_t len)
+{
+	const char *f = NULL, *p, *cur, *fr;
+	const char *tag = "Fatal Python error: ";
+
+	for (p = tail; (p = strstr(p, tag)); p++)
+		if (p == tail || p[-1] == '\n')
+			f = p;
+	if (!f)
+		return false;
+	cur = strstr(f, "\nCurrent thread ");
+	fr = strstr(cur ? cur : f, "\n  File \"");
+	if (fr) {
+		const char *name = fr + 9, *q = strchr(name, '"'), *line, *in;
+		size_t eol = strcspn(fr + 1, "\n");
+		line = q ? strstr(q, ", line ") : NULL;
+		in = line ? strstr(line, " in ") : NULL;
+		if (q && line && in && in < fr + 1 + eol) {
+			int n = snprintf(sum, len, "%.*s, in %.*s (%.*s, line %.*s)",
+					 (int)strcspn(f, "\n"), f, (int)(fr + 1 + eol - in - 4), in + 4,
+					 (int)(q - name), name, (int)(in - line - 7), line + 7);
+			return n > 0;
+		}
+	}
+	snprintf(sum, len, "%.*s", (int)strcspn(f, "\n"), f);
+	return true;
+}
+
 void pm_err_from_tail(const char *tail, char *out, size_t len)
 {
 	const char *end = tail + strlen(tail), *s, *e = end;
@@ -405,6 +438,10 @@ void pm_err_from_tail(const char *tail, char *out, size_t len)
 	if (!len)
 		return;
 	out[0] = '\0';
+	if (fatal_summary(tail, sum, sizeof(sum))) {
+		pm_err_compose(sum, tail, out, len);
+		return;
+	}
 	while (e > tail) {
 		s = e;
 		while (s > tail && s[-1] != '\n')

@@ -74,6 +74,7 @@ struct pm_site {
 	unsigned health_timeout_ms; /* per check script */
 	unsigned peer_timeout_ms;   /* a silent tree or rank link is lost; 0: off */
 	unsigned connect_timeout_ms; /* a node's wait for its parent to listen */
+	unsigned job_dir_keep_ms;   /* state_dir/JOB after the job's end; 0: removed then */
 };
 
 #define PM_DEFAULT_RESTARTS 3

@@ -90,6 +90,12 @@ static int parse_connect_timeout(struct pm_site *s, const struct site_key *k, co
 	return 0;
 }
 
+static int parse_job_dir_keep(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	(void)k;
+	return pm_duration_parse(v, &s->job_dir_keep_ms);
+}
+
 static int parse_drain(struct pm_site *s, const struct site_key *k, const char *v)
 {
 	(void)k;
@@ -151,6 +157,8 @@ static const struct site_key keys[] = {
 	PATH_KEY("state_dir", state_dir),
 	PATH_KEY("topology", topology),
 	PATH_KEY("metrics_dir", metrics_dir),
+	{ "job_dir_keep", parse_job_dir_keep,
+	  "0 (removed at the job's end) or a duration up to 7 d: " PM_DURATION_FORMS, 0 },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/blame.h"
 #include "common/errinfo.h"
+#include "common/stacks.h"
 #include "common/text.h"
 
 static void label(const struct pm_gen *g, char *buf, size_t len)
@@ -162,63 +164,50 @@ static void hang_note(struct pm_gen *g, const struct pm_msg *m)
 	h->followers++;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
-}
-
-/* "rank 3 on n2 hung first (its last heartbeat 1.2 s before any other's);
- * ranks 0, 1 followed" */
+/* "rank 3 on n2 hung first (...); ranks 0, 1 followed", or the tie's words
+ * (common/blame.h). */
 static void hang_text(struct pm_gen *g, char *buf, size_t len)
 {
 	struct pm_hang *h = &g->hang;
-	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
-	uint64_t lead;
-	char ago[32];
-	size_t off;
+	struct pm_blame b = { (enum pm_blame_by)h->blamed_by, h->blamed };
 
-	off = (size_t)snprintf(buf, len, "rank %d on %s hung", h->rank,
-			       pm_gen_node_name(g, h->node));
-	if (!h->followers)
-		return;
-	qsort(h->follower, (size_t)n, sizeof(int), cmp_int);
-	lead = h->next_beat - h->beat;
-	if (lead < 1000)
-		snprintf(ago, sizeof(ago), "%llu ms", (unsigned long long)lead);
-	else
-		snprintf(ago, sizeof(ago), "%.1f s", (double)lead / 1000.0);
-	off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
-				" first (its last heartbeat %s before any other's); rank%s", ago,
-				h->followers > 1 ? "s" : "");
-	for (i = 0; i < n; i++)
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s %d",
-					i ? "," : "", h->follower[i]);
-	if (h->followers > n)
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, " and %d more",
-					h->followers - n);
-	snprintf(buf + off, off < len ? len - off : 0, " followed");
+	pm_blame_text(&b, h->rank, pm_gen_node_name(g, h->node),
+		      h->blamed_node >= 0 ? pm_gen_node_name(g, h->blamed_node) : "",
+		      h->follower, h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST,
+		      h->followers, h->followers ? h->next_beat - h->beat : 0, buf, len);
 }
 
-/* At STOPPED after a hang: now that every hung rank has said so, blame
- * the oldest heartbeat and decide. false if the step ended. */
+/* At STOPPED after a hang: now that every hung rank has said so and every
+ * stack is in, blame (common/blame.h) and decide. false if the step
+ * ended. */
 static bool hang_decide(struct pm_gen *g)
 {
-	char what[512], lbl[64], text[1024], list[256];
+	char what[768], lbl[64], text[1024], list[256];
 	struct pm_hang *h = &g->hang;
 	unsigned delay = 0;
 	size_t off = 0;
 	int i, n = h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST;
+	int onode = h->node, outlier = -1;
+	uint64_t lead = h->followers ? h->next_beat - h->beat : 0;
+	struct pm_blame b;
 
 	h->pending = false;
+	if (h->followers && lead < PM_BLAME_RESOLUTION_MS && g->cf.ops->hang_outlier)
+		outlier = g->cf.ops->hang_outlier(g->cf.ctx, &onode);
+	b = pm_blame_hang(h->rank, h->followers, lead, PM_BLAME_RESOLUTION_MS, outlier);
+	h->blamed = b.rank;
+	h->blamed_by = (int)b.by;
+	h->blamed_node = b.by == PM_BLAME_STACK ? onode : b.by == PM_BLAME_HEARTBEAT ? h->node : -1;
 	hang_text(g, what, sizeof(what));
 	list[0] = '\0';
 	for (i = 0; i < n && off < sizeof(list); i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",
 					h->follower[i]);
 	event(g, "hang", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"followers\":[%s],"
-	      "\"nfollowers\":%d,\"lead_ms\":%llu", g->gen, h->rank,
-	      pm_gen_node_name(g, h->node), list, h->followers,
-	      (unsigned long long)(h->followers ? h->next_beat - h->beat : 0));
+	      "\"nfollowers\":%d,\"lead_ms\":%llu,\"blame\":\"%s\",\"blamed\":%d,"
+	      "\"resolution_ms\":%u", g->gen, h->rank, pm_gen_node_name(g, h->node), list,
+	      h->followers, (unsigned long long)lead, pm_blame_name(b.by), b.rank,
+	      PM_BLAME_RESOLUTION_MS);
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_tell(g, "procmgr: generation %u: %s; restarting %s (restart %d of %d)",
@@ -233,7 +222,7 @@ static bool hang_decide(struct pm_gen *g)
 		snprintf(text, sizeof(text), "procmgr: generation %u: %s; giving up after %d "
 			 "restart%s (%s)", g->gen, what, g->restarts, g->restarts == 1 ? "" : "s",
 			 lbl);
-	give_up(g, 1, h->rank, true, h->node, text);
+	give_up(g, 1, b.rank, b.rank >= 0, h->blamed_node, text);
 	return false;
 }
 

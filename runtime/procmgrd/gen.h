@@ -59,6 +59,9 @@ struct pm_gen_ops {
 	void (*became_root)(void *ctx);
 	void (*log)(void *ctx, const char *text);
 	uint64_t (*now_ms)(void *ctx);
+	/* The root, deciding a hang: the rank whose stack differs from every
+	 * other's (common/blame.h) and its node, -1 if none. May be NULL. */
+	int (*hang_outlier)(void *ctx, int *node);
 };
 
 struct pm_gen_config {
@@ -161,6 +164,8 @@ struct pm_gen {
 		int rank, node, followers;
 		uint64_t beat, next_beat; /* oldest, second oldest (epoch ms) */
 		int follower[PM_HANG_LIST];
+		/* the decision: rank (-1: nobody), its node, enum pm_blame_by */
+		int blamed, blamed_node, blamed_by;
 	} hang;
 };
 

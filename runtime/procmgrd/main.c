@@ -480,6 +480,7 @@ int main(int argc, char **argv)
 	health_timeout = a.health_timeout_ms;
 	d.ready_fd = a.ready_fd;
 	d.watch_pid = a.watch_pid;
+	s->wait_term = a.watch_pid > 0;
 	d.connect_timeout_ms = a.connect_timeout_ms;
 	s->uid = getuid();
 	pm_opts_init(&s->opts);

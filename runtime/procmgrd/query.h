@@ -79,6 +79,9 @@ void pm_stacks_cancel(struct pm_stacks *st);
  * root's summary at its "hang" event, and forgetting them. */
 void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m);
 void pm_query_hang_report(struct pm_step *s);
+/* The rank whose stack, of those in so far, differs from every other's
+ * (common/blame.h), and its node; -1 if none. */
+int pm_query_hang_outlier(struct pm_step *s, int *node);
 void pm_query_hang_clear(void);
 
 /* The stacks query: pm_q_local_done follows a 0. */

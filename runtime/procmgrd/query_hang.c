@@ -16,11 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/blame.h"
 #include "common/contract.h"
 #include "common/stacks.h"
 #include "common/text.h"
 
 #define PM_HANG_RAW_MAX (256 * 1024)
+#define PM_NO_STACK "procmgr: no stack for "
 
 struct pm_hang_stack {
 	int rank, node;
@@ -30,6 +32,7 @@ struct pm_hang_stack {
 /* The root's: the stacks of this generation's hang, as they come. */
 static struct pm_hang_stack *kept;
 static int nkept, kept_cap;
+static uint64_t last_kept_ms; /* when the last one came: the capture's end */
 
 static void keep(int rank, int node, const char *text)
 {
@@ -47,6 +50,7 @@ static void keep(int rank, int node, const char *text)
 	kept[nkept].rank = rank;
 	kept[nkept].node = node;
 	nkept++;
+	last_kept_ms = pm_now_ms();
 }
 
 void pm_query_hang_clear(void)
@@ -75,6 +79,33 @@ static void save(struct pm_step *s, int rank, const char *text)
 		close(fd);
 }
 
+/* No stack in what the tool wrote: why, as the supervisor said it
+ * (rank/rank_stack.h), else the tool's last words. */
+static void missing_why(const char *raw, int grank, char *out, size_t len)
+{
+	const char *tag = "procmgr: no stack: ", *p = strstr(raw, tag), *e;
+	size_t n;
+
+	if (p) {
+		p += strlen(tag);
+		snprintf(out, len, PM_NO_STACK "rank %d: %.*s\n", grank, (int)strcspn(p, "\n"), p);
+		return;
+	}
+	for (e = raw + strlen(raw); e > raw && (e[-1] == '\n' || e[-1] == ' '); e--)
+		;
+	for (p = e; p > raw && p[-1] != '\n'; p--)
+		;
+	n = (size_t)(e - p) < 300 ? (size_t)(e - p) : 300;
+	if (n)
+		snprintf(out, len, PM_NO_STACK "rank %d: the stack tool found no frames and said: "
+			 "%.*s\n", grank, (int)n, p);
+	else
+		snprintf(out, len, PM_NO_STACK "rank %d: the stack tool wrote nothing\n", grank);
+	for (n = 0; out[n]; n++)
+		if ((unsigned char)out[n] < 0x20 && out[n] != '\n')
+			out[n] = ' ';
+}
+
 void pm_query_rank_ended(struct pm_step *s, int lrank)
 {
 	char path[4096], *raw, *text;
@@ -93,7 +124,7 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 		raw[n] = '\0';
 		/* One frame: a stack's first PM_WIRE_TEXT_MAX bytes, whole lines. */
 		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1))
-			snprintf(text, PM_WIRE_TEXT_MAX + 1, "procmgr: no stack for rank %d\n", grank);
+			missing_why(raw, grank, text, PM_WIRE_TEXT_MAX + 1);
 		save(s, grank, text);
 		if (s->node == 0) {
 			keep(grank, s->node, text);
@@ -116,6 +147,37 @@ void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
 		keep(m->rank, m->node, m->text);
 	else if (s->parent && s->parent_ok)
 		pm_step_send(s, s->parent, m);
+}
+
+/* A stack the tool could not take is no evidence: only real ones count. */
+static bool missing(const char *text)
+{
+	return !strncmp(text, PM_NO_STACK, strlen(PM_NO_STACK));
+}
+
+int pm_query_hang_outlier(struct pm_step *s, int *node)
+{
+	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
+	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int *nodes = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	int i, n = 0, r = -1;
+	(void)s;
+
+	if (texts && ranks && group && nodes) {
+		for (i = 0; i < nkept; i++)
+			if (!missing(kept[i].text)) {
+				texts[n] = kept[i].text;
+				nodes[n] = kept[i].node;
+				ranks[n++] = kept[i].rank;
+			}
+		r = pm_blame_outlier(group, ranks, n, pm_stack_group(texts, ranks, n, group));
+		for (i = 0; r >= 0 && i < n; i++)
+			if (ranks[i] == r)
+				*node = nodes[i];
+	}
+	free(texts), free(ranks), free(group), free(nodes);
+	return r;
 }
 
 /* The python part of a normalized stack, else its first native frames. */
@@ -160,7 +222,11 @@ void pm_query_hang_report(struct pm_step *s)
 	int *members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
 	char out[PM_WIRE_TEXT_MAX], top[128], list[512], ex[2048], esc[PM_WIRE_TEXT_MAX];
 	char groups[2048], etop[256];
-	int hung = s->gen.hang.rank, i, g, ng, hi = -1;
+	/* The blamed rank's stack, else (nobody blamed) the oldest beat's. */
+	int hung = s->gen.hang.blamed >= 0 ? s->gen.hang.blamed : s->gen.hang.rank, i, g, ng, hi = -1;
+	const char *why = s->gen.hang.blamed_by == PM_BLAME_STACK ? "its stack differs"
+			  : s->gen.hang.blamed_by == PM_BLAME_NONE ? "the oldest heartbeat, "
+			  "by less than heartbeats resolve" : "hung first";
 	size_t off = 0, goff = 0;
 
 	if (!texts || !ranks || !group || !members || !nkept)
@@ -188,7 +254,11 @@ void pm_query_hang_report(struct pm_step *s)
 			snprintf(list, sizeof(list), "%d ranks", k);
 		pm_stack_top(texts[j], top, sizeof(top));
 		pm_json_escape(top, etop, sizeof(etop));
-		if (off < sizeof(out))
+		if (off < sizeof(out) && missing(texts[j]))
+			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   %.*s",
+						(int)strcspn(texts[j] + strlen("procmgr: "), "\n"),
+						texts[j] + strlen("procmgr: "));
+		else if (off < sizeof(out))
 			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   rank%s %s in %s",
 						k == 1 ? "" : "s", list, top[0] ? top : "?");
 		if (goff < sizeof(groups))
@@ -200,8 +270,8 @@ void pm_query_hang_report(struct pm_step *s)
 		pm_stack_top(texts[hi], top, sizeof(top));
 		excerpt(texts[hi], ex, sizeof(ex));
 		if (off < sizeof(out))
-			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (hung first) was in "
-				 "%s:\n%s", hung, top[0] ? top : "?", ex);
+			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (%s) was in "
+				 "%s:\n%s", hung, why, top[0] ? top : "?", ex);
 		pm_json_escape(texts[hi], esc, sizeof(esc));
 		pm_json_escape(top, etop, sizeof(etop));
 	} else {
@@ -213,8 +283,13 @@ void pm_query_hang_report(struct pm_step *s)
 		groups[0] = '\0'; /* cut: the file on each node has them all */
 	{
 		char f[PM_WIRE_TEXT_MAX * 2];
+		/* How long the stacks took, from the first rank judged hung: part
+		 * of the recovery (the stop waits for them). */
+		unsigned long long cap = last_kept_ms > s->gen.fail_t0 ?
+					 (unsigned long long)(last_kept_ms - s->gen.fail_t0) : 0;
 		snprintf(f, sizeof(f), "\"gen\":%u,\"rank\":%d,\"top\":\"%s\",\"ranks\":%d,"
-			 "\"groups\":[%s],\"stack\":\"%s\"", s->gen.gen, hung, etop, nkept, groups, esc);
+			 "\"groups\":[%s],\"stack\":\"%s\",\"capture_ms\":%llu", s->gen.gen, hung,
+			 etop, nkept, groups, esc, cap);
 		pm_step_ops.event(s, "hang_stacks", f);
 	}
 out:

@@ -100,7 +100,12 @@ struct pm_step {
 	unsigned port;
 	/* After the end, until every child was told it (or PM_LINGER_MS). */
 	struct pm_watch linger_w;
-	bool lingering;
+	bool lingering, lingered;
+	/* Started by the plugin (it watches slurmstepd): over, it leaves only
+	 * on the plugin's SIGTERM (got_term), sent once slurmstepd reaped every
+	 * task. slurmstepd waits for any child, and one that is not a task
+	 * costs it a 100 ms sleep before it looks again. */
+	bool wait_term, got_term;
 	/* query.c: the procmgr command's requests in flight */
 	struct pm_queries *queries;
 	/* Called once what was queued for the parent went to it, and when a

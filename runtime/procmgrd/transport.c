@@ -201,6 +201,11 @@ static void log_line(void *ctx, const char *text)
 	pm_log(ctx, "%s", text);
 }
 
+static int hang_outlier(void *ctx, int *node)
+{
+	return pm_query_hang_outlier(ctx, node);
+}
+
 static uint64_t now_ms(void *ctx)
 {
 	(void)ctx;
@@ -220,6 +225,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.became_root = became_root,
 	.log = log_line,
 	.now_ms = now_ms,
+	.hang_outlier = hang_outlier,
 };
 
 static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -292,15 +298,24 @@ void pm_step_abort_local(struct pm_step *s, const char *why)
 	pm_gen_abort_local(&s->gen, why);
 }
 
+/* This node's part is over: leave now, or at the plugin's SIGTERM. */
+static void leave(struct pm_step *s)
+{
+	if (!s->wait_term || s->got_term)
+		pm_loop_stop(s->loop);
+}
+
 static void linger_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_step *s = w->arg;
+	(void)l;
 	(void)ev;
 
 	pm_timer_ack(w->fd);
 	pm_log(s, "%d child node%s never joined; leaving", s->nchildren - s->nseen,
 	       s->nchildren - s->nseen == 1 ? "" : "s");
-	pm_loop_stop(l);
+	s->lingered = true;
+	leave(s);
 }
 
 static void linger(struct pm_step *s)
@@ -318,7 +333,7 @@ void pm_step_child_seen(struct pm_step *s, int idx)
 		return;
 	s->seen[idx] = true;
 	if (++s->nseen == s->nchildren && s->lingering)
-		pm_loop_stop(s->loop);
+		leave(s);
 	if (s->told)
 		s->told(s, s->told_arg);
 }
@@ -327,16 +342,17 @@ bool pm_step_over(struct pm_step *s)
 {
 	if (!pm_gen_over(&s->gen))
 		return false;
-	if (s->nseen < s->nchildren) {
+	if (s->nseen < s->nchildren && !s->lingered) {
 		linger(s);
 		return false;
 	}
-	pm_loop_stop(s->loop);
+	leave(s);
 	return true;
 }
 
 void pm_step_terminate(struct pm_step *s)
 {
+	s->got_term = true;
 	if (!pm_gen_terminal(&s->gen)) {
 		/* Slurm ends the step before procmgr did: scancel, a time limit.
 		 * Said up the tree, so that nobody reports a lost node. */
@@ -345,7 +361,7 @@ void pm_step_terminate(struct pm_step *s)
 		pm_loop_stop(s->loop);
 		return;
 	}
-	if (s->nseen < s->nchildren)
+	if (s->nseen < s->nchildren && !s->lingered)
 		linger(s);
 	else
 		pm_loop_stop(s->loop);

@@ -44,7 +44,7 @@ refused() { # COMMAND ARGS...: as daemon, a clear refusal naming the owner
 	[[ "${lines[0]}" == "step $job.0: 8 ranks on 4 nodes: 8 running; generation 0" ]]
 	[ "$(grep -c ' running ' <<<"$output")" -ge 12 ] # 8 ranks, 4 nodes
 	for r in 0 1 2 3 4 5 6 7; do
-		grep -Eq "^$r +$((r % 2)) +pmnode$((r / 2 + 1)) +[0-9]+ +running +0 " <<<"$output"
+		grep -Eq "^$r +$((r % 2)) +${PM_TESTBED_PREFIX:-pmnode}$((r / 2 + 1)) +[0-9]+ +running +0 " <<<"$output"
 	done
 	# Each pid is the rank's own Python process.
 	for p in $(awk '$5 == "running" && $1 ~ /^[0-9]+$/ && NF == 9 { print $4 }' <<<"$output"); do
@@ -52,7 +52,7 @@ refused() { # COMMAND ARGS...: as daemon, a clear refusal naming the owner
 	done
 	run "$PROCMGR" status "$job.0" --json
 	[ "$status" -eq 0 ]
-	/usr/bin/python3 - "$output" <<'PY'
+	/usr/bin/python3 - "$output" "${PM_TESTBED_PREFIX:-pmnode}" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1])
 assert set(d) == {"job", "step", "summary", "ranks", "nodes"}, d.keys()
@@ -65,7 +65,7 @@ for r in d["ranks"]:
     assert set(r) == {"rank", "local_rank", "node", "node_id", "pid", "state", "gen",
                       "restarts", "heartbeat_age_ms", "cpu_ms", "rss_kb"}, r.keys()
     assert r["state"] == "running" and r["pid"] > 0 and r["rss_kb"] > 0
-    assert r["node"] == "pmnode%d" % (r["rank"] // 2 + 1)
+    assert r["node"] == sys.argv[2] + "%d" % (r["rank"] // 2 + 1)
 for n in d["nodes"]:
     assert set(n) == {"node_id", "name", "phase", "gen", "ranks", "health"}, n.keys()
     assert n["phase"] == "running" and n["ranks"] == 2
@@ -160,6 +160,46 @@ PY
 	wait "$fpid"
 }
 
+@test "after the step: procmgr events reads the log on the first node until the job ends, says where it is elsewhere; the job's end removes state_dir/JOB" {
+	run as_user salloc -N2 --quiet bash -c "srun -N2 -n2 --procmgr true &&
+		'$PROCMGR' events \$SLURM_JOB_ID.0 && echo === &&
+		'$PROCMGR' events \$SLURM_JOB_ID --json && echo === &&
+		'$PROCMGR' events \$SLURM_JOB_ID --state-dir /nonexistent"
+	echo "$output"
+	job=$(last_job)
+	[ "$status" -eq 1 ] # the last: not on this node
+	[[ "$output" == *" finish gen=0"* ]]
+	[[ "$output" == *'"event":"finish","gen":0'* ]]
+	[[ "$output" == *"procmgr events: no running step $job.0 (scontrol: "*"); its log is not on this node: it is /nonexistent/$job/0.events.jsonl on the step's first node (${PM_TESTBED_PREFIX:-pmnode}1 for a step on all of job $job's nodes), until the job ends: run this there, as the job's user or root"* ]]
+	# The testbed keeps a job's directory job_dir_keep=1h: its end is marked.
+	wait_until 20 test -f "$STATE/.$job.ended"
+	[ "$(stat -c %u "$STATE/.$job.ended")" -eq 0 ]
+	[ -f "$STATE/$job/0.events.jsonl" ]
+	run as_user "$PROCMGR" events "$job" --state-dir "$STATE"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" finish gen=0"* ]]
+	# Once job_dir_keep has passed, the next job's end on the node removes
+	# it, even with a link and a FIFO of the user's in it (neither followed).
+	touch "$W/precious"
+	as_user ln -s "$W/precious" "$STATE/$job/link"
+	as_user mkfifo "$STATE/$job/fifo"
+	as_user mkdir -p "$STATE/$job/a/b"
+	touch -d '2 hours ago' "$STATE/.$job.ended"
+	run as_user srun -N1 -n1 --procmgr true
+	[ "$status" -eq 0 ]
+	job2=$(last_job)
+	[ "$job2" != "$job" ]
+	wait_until 20 test ! -e "$STATE/$job"
+	[ ! -e "$STATE/.$job.ended" ]
+	[ -f "$W/precious" ]
+	[ -d "$STATE/$job2" ] # not yet due
+	run as_user "$PROCMGR" events "$job" --state-dir "$STATE"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	# (FAILED: the allocation's last command failed, as meant)
+	[[ "$output" == *"its log is not on this node: job $job is "*": the log went with state_dir/$job at the job's end"* ]]
+}
+
 @test "a hang: every rank's stack is taken before anything is stopped; the grouped summary with the hung rank's function on srun's stderr, in the event log and in state_dir" {
 	cp "$STUCK" "$W/stuck.py"
 	chmod 0644 "$W/stuck.py"
@@ -180,6 +220,26 @@ PY
 	run events "$job" 0
 	[[ "$output" == *'"event":"hang_stacks","gen":0,"rank":3,"top":"spin","ranks":4,"groups":[{"ranks":"0-2","top":"work"},{"ranks":"3","top":"spin"}]'* ]]
 	[[ "$output" == *'"event":"hang","gen":0,"rank":3'* ]]
+}
+
+@test "a hang whose stacks cannot be taken: the summary says why for each rank, and the capture's time is in the event" {
+	cp "$STUCK" "$W/stuck.py"
+	chmod 0644 "$W/stuck.py"
+	# A debugger that cannot attach, as under a strict Yama or seccomp.
+	mkdir -p "$W/bin"
+	printf '#!/bin/sh\necho "ptrace: Operation not permitted."\nexit 1\n' >"$W/bin/gdb"
+	chmod 0755 "$W/bin" "$W/bin/gdb"
+	# (srun's own PATH: Slurm ignores PATH in --export)
+	run as_user env PATH="$W/bin:/usr/bin:/bin" timeout 90 srun -N2 -n4 --procmgr \
+		--procmgr-hang-timeout=2 --export=ALL,STUCK_RANK=3 /usr/bin/python3 "$W/stuck.py"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	job=$(last_job)
+	for r in 0 1 2 3; do
+		[[ "$output" == *"procmgr:   no stack for rank $r: the stack tool found no frames and said: ptrace: Operation not permitted."* ]]
+	done
+	run events "$job" 0
+	grep -q '"event":"hang_stacks".*"capture_ms":[0-9]' <<<"$output"
 }
 
 @test "procmgr status and help: bad input says what is allowed" {

@@ -116,6 +116,24 @@ PYEOF
 	[[ "$output" == *'"event":"rank_failed","gen":1,"rank":2,"node":"pmnode2","status":"exited with code 3 (RuntimeError: shard 1 is corrupt)","error":"RuntimeError: shard 1 is corrupt\u000aloading shard 1\u000aRuntimeError: shard 1 is corrupt"'* ]]
 }
 
+@test "a segfault under faulthandler: the restart line quotes the fatal error and the top Python frame, not the extension modules" {
+	cat >"$W/crash.py" <<-'EOS'
+	import ctypes, faulthandler, os, time
+	faulthandler.enable()
+	def crash():
+	    ctypes.string_at(0)
+	if os.environ["RANK"] == "1":
+	    crash()
+	time.sleep(30)
+	EOS
+	chmod 0644 "$W/crash.py"
+	run timeout 60 srun -N2 -n2 --procmgr-restart=never /usr/bin/python3 "$W/crash.py"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"procmgr: rank 1 on "*" (Fatal Python error: Segmentation fault, in string_at ("*"ctypes/__init__.py, line "*"))"* ]]
+	[[ "$output" != *"(Extension modules"* ]]
+}
+
 @test "each generation's start is marked in every task's output file" {
 	run timeout 60 srun -N2 -n4 --procmgr-restart=on-failure:1 --output="$W/out.%t" bash -c '
 		echo "work gen=$PROCMGR_RESTART_COUNT"

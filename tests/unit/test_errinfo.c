@@ -114,6 +114,41 @@ static void test_tail(void **state)
 	assert_string_equal(out, "bb\nccc");
 }
 
+/* A segfault under faulthandler: its last line names extension modules;
+ * the summary is the fatal error and the crashing thread's top frame. */
+static void test_fatal_python(void **state)
+{
+	char out[2048], sum[PM_ERR_SUMMARY_MAX + 4];
+	const char *tail =
+		"step 3\n"
+		"Fatal Python error: Segmentation fault\n"
+		"\n"
+		"Thread 0x00007f7131a3b6c0 (most recent call first):\n"
+		"  File \"/usr/lib/python3.11/threading.py\", line 982 in run\n"
+		"\n"
+		"Current thread 0x00007f71327ccb80 (most recent call first):\n"
+		"  File \"/tmp/train.py\", line 4 in crash\n"
+		"  File \"/tmp/train.py\", line 6 in <module>\n"
+		"\n"
+		"Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)\n";
+	(void)state;
+
+	pm_err_from_tail(tail, out, sizeof(out));
+	pm_err_summary(out, sum, sizeof(sum));
+	assert_string_equal(sum, "Fatal Python error: Segmentation fault, in crash "
+				 "(/tmp/train.py, line 4)");
+	assert_string_equal(pm_err_detail(out), tail);
+	/* Without frames (faulthandler off in that thread): the line alone. */
+	pm_err_from_tail("Fatal Python error: Aborted\n\nExtension modules: x (total: 1)\n", out,
+			 sizeof(out));
+	pm_err_summary(out, sum, sizeof(sum));
+	assert_string_equal(sum, "Fatal Python error: Aborted");
+	/* Quoted inside a line, it is not faulthandler's. */
+	pm_err_from_tail("log: Fatal Python error: x\nValueError: y\n", out, sizeof(out));
+	pm_err_summary(out, sum, sizeof(sum));
+	assert_string_equal(sum, "ValueError: y");
+}
+
 static void test_report_text(void **state)
 {
 	char out[64], wide[256], sum[PM_ERR_SUMMARY_MAX + 4], longl[400];
@@ -153,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_report_text),
+		cmocka_unit_test(test_fatal_python),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

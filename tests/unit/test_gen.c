@@ -86,13 +86,20 @@ static void rec_avoid(void *ctx, const char *nodes, const char *why)
 	snprintf(avoided, sizeof(avoided), "%s", nodes);
 }
 static void rec_became_root(void *ctx) { (void)ctx; became++; }
+static int outlier_rank = -1; /* what hang_outlier answers, on node 0 */
+static int rec_outlier(void *ctx, int *node)
+{
+	(void)ctx;
+	*node = 0;
+	return outlier_rank;
+}
 
 static const struct pm_gen_ops ops = {
 	.send_up = rec_up, .send_down = rec_down, .send_child = rec_child,
 	.send_rank = rec_rank, .arm_timer = rec_timer, .arm_stop = rec_stop,
 	.run_checks = rec_checks,
 	.event = rec_event, .log = rec_log, .now_ms = rec_now,
-	.avoid = rec_avoid, .became_root = rec_became_root,
+	.avoid = rec_avoid, .became_root = rec_became_root, .hang_outlier = rec_outlier,
 };
 
 /* A node of a step; policy mode with max restarts and first delay. */
@@ -939,6 +946,64 @@ static void test_hang_blames_oldest(void **state)
 	done(w);
 }
 
+static const char *printed(struct world *w, const char *what)
+{
+	int i;
+	for (i = w->n - 1; i >= 0; i--)
+		if (w->r[i].kind == A_RANK && w->r[i].m.type == PM_MSG_PRINT &&
+		    strstr(w->r[i].m.text, what))
+			return w->r[i].m.text;
+	return NULL;
+}
+
+/* The common hang: every rank's last beat within a few ms (they all
+ * waited at the same step). The oldest by 1 ms is no evidence: the
+ * verdict says so, and names the rank whose stack stands out if one
+ * does. */
+static void test_hang_tie_is_inconclusive(void **state)
+{
+	struct world *w = node(0, 1, 32, 4, 4, PM_RESTART_ON_FAILURE, 3, 0);
+	const struct rec *r;
+	(void)state;
+
+	launch(w, 0);
+	clear(w);
+	rank_hung(w, 1, 0, "1700000001001");
+	rank_hung(w, 0, 0, "1700000001000");
+	rank_hung(w, 3, 0, "1700000001003");
+	rank_hung(w, 2, 0, "1700000001002");
+	assert_int_equal(w->g.gen, 1);
+	assert_string_equal(printed(w, "hung"),
+			    "procmgr: generation 0: ranks 0-3 hung with their last heartbeats "
+			    "within 1 ms of each other, less than heartbeats resolve (100 ms): "
+			    "inconclusive, no evidence points at one rank; restarting all 4 ranks "
+			    "(restart 1 of 3)");
+	assert_non_null(strstr(event(w, "hang"), "\"lead_ms\":1,\"blame\":\"none\","
+				  "\"blamed\":-1,\"resolution_ms\":100"));
+	done(w);
+
+	/* The stacks say rank 2 is elsewhere: it is named, and blamed at the end. */
+	outlier_rank = 2;
+	w = node(0, 1, 32, 4, 4, PM_RESTART_NEVER, 0, 0);
+	launch(w, 0);
+	rank_hung(w, 1, 0, "1700000001001");
+	rank_hung(w, 0, 0, "1700000001000");
+	rank_hung(w, 2, 0, "1700000001002");
+	rank_stopped(w, 3, 0);
+	assert_int_equal(w->g.phase, PM_PHASE_ABORTED);
+	r = last(w, A_RANK, PM_MSG_ABORT);
+	assert_non_null(r);
+	assert_int_equal(r->m.rank, 2);
+	assert_true(r->m.count & PM_FLAG_BLAME);
+	assert_string_equal(r->m.text, "procmgr: generation 0: ranks 0-2 hung with their last "
+			    "heartbeats within 1 ms of each other, less than heartbeats resolve "
+			    "(100 ms): rank 2 on n0, whose stack differs from the others', is the "
+			    "likely cause; not restarting (restart=never)");
+	assert_non_null(strstr(event(w, "hang"), "\"blame\":\"stack\",\"blamed\":2"));
+	outlier_rank = -1;
+	done(w);
+}
+
 /* Without restarts left, a hang still stops every rank cleanly before
  * the end, and the end names the rank that hung first. */
 static void test_hang_gives_up_after_stop(void **state)
@@ -1681,6 +1746,7 @@ int main(void)
 		cmocka_unit_test(test_checks_pass_between_generations),
 		cmocka_unit_test(test_checks_cannot_run),
 		cmocka_unit_test(test_all_hung_at_once),
+		cmocka_unit_test(test_hang_tie_is_inconclusive),
 		cmocka_unit_test(test_stopped_after_exit),
 		cmocka_unit_test(test_success_and_failure_together),
 		cmocka_unit_test(test_always_policy),

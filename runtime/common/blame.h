@@ -1,0 +1,62 @@
+/* Which rank a hang is blamed on, and on what evidence. Pure.
+ *
+ * A hang's usual shape is one rank stuck and every other waiting for it in
+ * a collective: their last heartbeats were all taken at the same training
+ * step, a few ms apart, and the order of those ms says nothing. The oldest
+ * heartbeat is evidence only when it leads the next by more than the
+ * heartbeats can resolve; below that, the stacks may show the one rank
+ * that is somewhere else (the others all wait in the same place), and
+ * otherwise nothing points at one rank and the answer says so. */
+#ifndef PM_BLAME_H
+#define PM_BLAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What two heartbeats' times can tell apart, in ms. A beat is stamped by
+ * its supervisor when its event loop reads the heartbeat file's inotify
+ * event, not when the program wrote it: a busy node wakes a supervisor
+ * tens of ms late,
+ * the file's mtime is the kernel's coarse clock (1-4 ms), and the beats of
+ * ranks on different nodes are compared through wall clocks that NTP keeps
+ * within a few ms to tens of ms. 100 ms is above all three together. */
+#define PM_BLAME_RESOLUTION_MS 100
+
+enum pm_blame_by {
+	PM_BLAME_HEARTBEAT, /* its last heartbeat leads the others' by more than the resolution */
+	PM_BLAME_STACK,     /* the heartbeats tie; its stack differs from every other's */
+	PM_BLAME_NONE,      /* the heartbeats tie and the stacks name nobody */
+};
+
+struct pm_blame {
+	enum pm_blame_by by;
+	int rank; /* -1 with PM_BLAME_NONE */
+};
+
+/* first: the rank whose last heartbeat is the oldest; followers: how many
+ * other ranks were judged hung; lead_ms: how much older first's beat is
+ * than the next; outlier: pm_blame_outlier's answer (-1: none). A rank
+ * judged hung alone (no followers) is blamed: the others were still
+ * beating when the stop reached them. */
+struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsigned resolution_ms,
+			      int outlier);
+
+/* The one rank whose stack differs from the others', which all share one
+ * stack, given pm_stack_group's groups (group[i] of ranks[i], ngroups
+ * numbered by decreasing size); -1 if there is none such (fewer than 3
+ * stacks, or more than one place the ranks differ). */
+int pm_blame_outlier(const int *group, const int *ranks, int n, int ngroups);
+
+/* The verdict in words, into buf: "rank 3 on n2 hung first (its last
+ * heartbeat 1.2 s before any other's); ranks 0, 1 followed", or, for a
+ * tie, the ranks, how close their beats were and the stack's outlier or
+ * "inconclusive". follower: n (at most 64) of the nfollowers other hung
+ * ranks, sorted here; the rest are "and more". */
+void pm_blame_text(const struct pm_blame *b, int first, const char *first_node,
+		   const char *blamed_node, int *follower, int n, int nfollowers,
+		   uint64_t lead_ms, char *buf, size_t len);
+
+/* The blame's name in the event log: "heartbeat", "stack", "none". */
+const char *pm_blame_name(enum pm_blame_by by);
+
+#endif
