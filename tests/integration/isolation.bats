@@ -68,11 +68,13 @@ running() {
 	decoy_step "$job"
 	# Both steps have 4 procmgrd and 8 procmgr-rank; none is in both lists.
 	ours=$(our_procs | sort) theirs=$(decoy procs | sort)
-	[ "$(wc -l <<<"$ours")" -eq 12 ] && [ "$(wc -l <<<"$theirs")" -eq 12 ]
+	[ "$(wc -l <<<"$ours")" -eq 12 ]
+	[ "$(wc -l <<<"$theirs")" -eq 12 ]
 	[ -z "$(comm -12 <(echo "$ours") <(echo "$theirs"))" ]
 	# Node index 2's procmgrd: one each, and ours is ours.
 	victim=$(procmgrd_of "$job" 2) dvictim=$(decoy procmgrd "$job" 2)
-	[ "$(wc -w <<<"$victim")" -eq 1 ] && [ "$(wc -w <<<"$dvictim")" -eq 1 ]
+	[ "$(wc -w <<<"$victim")" -eq 1 ]
+	[ "$(wc -w <<<"$dvictim")" -eq 1 ]
 	[ "$victim" != "$dvictim" ]
 	tr '\0' ' ' <"/proc/$victim/cmdline" | grep -qF -- "--rundir $STATE/$job/0.2.run "
 	# A crash of the decoy's node 3 (its slurmd, slurmstepd and all below)
@@ -88,12 +90,14 @@ running() {
 	kill -STOP "$victim"
 	kill -9 $crashed
 	[[ $(ps -o stat= -p "$victim") == T* ]]
-	s=$(ps -o stat= -p "$dvictim") && [[ $s != T* ]]
+	s=$(ps -o stat= -p "$dvictim")
+	[[ $s != T* ]]
 	running $(grep -vx "$victim" <<<"$ours")
 	# Our step loses that node.
 	wait "$pid" && st=0 || st=$?
 	cat "$W/out"
-	[ "$st" -ne 0 ] && [ "$st" -ne 124 ]
+	[ "$st" -ne 0 ]
+	[ "$st" -ne 124 ]
 	grep -q "procmgr: lost node ${P}3 (no heartbeat for 5 s)" "$W/out"
 	# The decoy's slurmd of node 3 comes back, for the next test.
 	in_decoy slurmd -N "${PM_DECOY_PREFIX}3" -f "$PM_DECOY_DIR/slurm.conf"
@@ -104,7 +108,8 @@ running() {
 	ours=$PM_TESTBED_MPI_PORTS
 	theirs=$(decoy env | sed -n 's/.* PM_TESTBED_MPI_PORTS=\([0-9]*-[0-9]*\).*/\1/p')
 	echo "ours $ours, the decoy's $theirs"
-	[ -n "$ours" ] && [ -n "$theirs" ]
+	[ -n "$ours" ]
+	[ -n "$theirs" ]
 	[ "${theirs%-*}" -gt "${ours#*-}" ] || [ "${theirs#*-}" -lt "${ours%-*}" ]
 	grep -qx "MpiParams=ports=$PM_TESTBED_MPI_PORTS" "$PM_TESTBED_DIR/slurm.conf"
 	# A testbed whose directory's name starts with the decoy's.
