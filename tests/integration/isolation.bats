@@ -45,8 +45,9 @@ decoy_step() { # job
 	done
 	in_decoy scancel --quiet -u root --state=PENDING
 	touch "$W/decoy.log"
-	in_decoy env PM_LOG="$W/decoy.log" timeout 90 srun -N4 -n8 --procmgr-restart=never \
-		--export=ALL,RUN=60 "$WORKER" >"$W/decoy.out" 2>&1 &
+	in_decoy env PM_LOG="$W/decoy.log" timeout 200 srun -N4 -n8 --procmgr-restart=never \
+		--export=ALL,RUN=150 "$WORKER" >"$W/decoy.out" 2>&1 &
+	dpid=$!
 	wait_until 30 bash -c "[ \$(grep -c ^start '$W/decoy.log') -ge 8 ]" ||
 		{ cat "$W/decoy.out" "$W/decoy.log"; in_decoy squeue; in_decoy sinfo; false; }
 	[ "$(ls -1t "$PM_DECOY_DIR/state" | head -n 1)" = "$1" ]
@@ -61,7 +62,7 @@ running() {
 }
 
 @test "faults injected through the testbed hit our step only, never a decoy's of the same job id" {
-	timeout 90 srun -N4 -n8 --procmgr-restart=on-failure:3 --export=ALL,RUN=60 "$WORKER" >"$W/out" 2>&1 &
+	timeout 200 srun -N4 -n8 --procmgr-restart=on-failure:3 --export=ALL,RUN=150 "$WORKER" >"$W/out" 2>&1 &
 	pid=$!
 	wait_until 30 started 8
 	job=$(last_job)
@@ -97,10 +98,12 @@ running() {
 	wait "$pid" && st=0 || st=$?
 	cat "$W/out"
 	[ "$st" -ne 0 ]
-	[ "$st" -ne 124 ]
+	[ "$st" -ne 124 ] # not the bound
 	grep -q "procmgr: lost node ${P}3 (no heartbeat for 5 s)" "$W/out"
 	# The decoy's slurmd of node 3 comes back, for the next test.
 	in_decoy slurmd -N "${PM_DECOY_PREFIX}3" -f "$PM_DECOY_DIR/slurm.conf"
+	in_decoy scancel --quiet -u root
+	wait "$dpid" || true
 }
 
 @test "each testbed has its own reserved ports, and one testbed's down leaves another's hosts lines" {

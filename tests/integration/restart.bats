@@ -155,7 +155,7 @@ hello() { # port credential node
 	/usr/bin/python3 -c '
 import socket, struct, sys
 port, cred, node = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
-s = socket.create_connection(("${P}1", port), timeout=10)
+s = socket.create_connection((sys.argv[4], port), timeout=10)
 payload = struct.pack(">IiiiIH", 0, -1, node, 0, 0, len(cred)) + cred
 s.sendall(struct.pack(">HBBI", 0x504d, 1, 1, len(payload)) + payload)
 data = b""
@@ -166,7 +166,7 @@ while True:
     data += chunk
 print("closed without answer" if len(data) < 30 else
       "type=%d text=%s" % (data[3], data[30:].decode()))
-' "$@"
+' "$@" "${P}1"
 }
 
 @test "the control port refuses a bad credential, another job's, another user's, and garbage" {

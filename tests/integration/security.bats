@@ -70,10 +70,10 @@ nobody_step() {
 	job=$(last_job)
 	port=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
 	# nobody opens 200 connections to node 0's control port and says nothing.
-	runuser -u nobody -- /usr/bin/python3 - "$port" >"$W/flood" 2>&1 <<-'PY' &
+	runuser -u nobody -- /usr/bin/python3 - "$port" "${P}1" >"$W/flood" 2>&1 <<-'PY' &
 	import select, socket, sys, time
 	port = int(sys.argv[1])
-	socks = [socket.create_connection(("${P}1", port), timeout=5) for _ in range(200)]
+	socks = [socket.create_connection((sys.argv[2], port), timeout=5) for _ in range(200)]
 	print("open", len(socks), flush=True)
 	t0, left = time.time(), set(socks)
 	while left and time.time() - t0 < 10:
