@@ -42,7 +42,7 @@ pm_teardown() {
 	scancel --quiet -u root 2>/dev/null || true
 	scancel --quiet -u nobody 2>/dev/null || true
 	wait_until 15 no_leftovers || {
-		echo "left behind:"; ps -o pid=,args= -p "$(our_procs | paste -sd,)" || true
+		echo "left behind:"; local p; for p in $(our_procs); do ps -o pid=,args= -p "$p"; done
 		find "$STATE" -name '*.run' -o -name sock || true
 		return 1
 	}
