@@ -78,18 +78,19 @@ running() {
 	[ "$(wc -w <<<"$dvictim")" -eq 1 ]
 	[ "$victim" != "$dvictim" ]
 	tr '\0' ' ' <"/proc/$victim/cmdline" | grep -qF -- "--rundir $STATE/$job/0.2.run "
-	# A crash of the decoy's node 3 (its slurmd, slurmstepd and all below)
+	# A crash of the decoy's node 4 (its slurmd, slurmstepd and all below)
 	# is none of ours.
-	crashed=$(decoy pids 3 | sort)
+	crashed=$(decoy pids 4 | sort)
 	[ "$(wc -l <<<"$crashed")" -ge 7 ] # slurmd, slurmstepd, procmgrd, 2 x (procmgr-rank, worker)
-	[ -z "$(comm -12 <(echo "$crashed") <(tb pids 3 | sort))" ]
+	[ -z "$(comm -12 <(echo "$crashed") <(tb pids 4 | sort))" ]
 	[ -z "$(comm -12 <(echo "$crashed") <(echo "$ours"))" ]
-	# Our node index 2's procmgrd stopped, the decoy's node 3 crashed: at
+	# Our node index 2's procmgrd stopped, the decoy's node 4 crashed: at
 	# once (either step sees its loss only at the 5 s peer timeout), the
 	# decoy's procmgrd of the same job and node index is not stopped, and
 	# every other process of ours runs.
 	kill -STOP "$victim"
-	kill -9 $crashed
+	kill -9 $crashed || true # a worker's short-lived child may be gone
+	for p in $crashed; do wait_until 10 bash -c "s=\$(ps -o stat= -p $p); [ -z \"\$s\" ] || [[ \$s == Z* ]]"; done
 	[[ $(ps -o stat= -p "$victim") == T* ]]
 	s=$(ps -o stat= -p "$dvictim")
 	[[ $s != T* ]]
@@ -100,8 +101,8 @@ running() {
 	[ "$st" -ne 0 ]
 	[ "$st" -ne 124 ] # not the bound
 	grep -q "procmgr: lost node ${P}3 (no heartbeat for 5 s)" "$W/out"
-	# The decoy's slurmd of node 3 comes back, for the next test.
-	in_decoy slurmd -N "${PM_DECOY_PREFIX}3" -f "$PM_DECOY_DIR/slurm.conf"
+	# The decoy's slurmd of node 4 comes back, for the next test.
+	in_decoy slurmd -N "${PM_DECOY_PREFIX}4" -f "$PM_DECOY_DIR/slurm.conf"
 	in_decoy scancel --quiet -u root
 	wait "$dpid" || true
 }
