@@ -84,23 +84,23 @@ running() {
 	[ "$(wc -l <<<"$crashed")" -ge 7 ] # slurmd, slurmstepd, procmgrd, 2 x (procmgr-rank, worker)
 	[ -z "$(comm -12 <(echo "$crashed") <(tb pids 4 | sort))" ]
 	[ -z "$(comm -12 <(echo "$crashed") <(echo "$ours"))" ]
-	# Our node index 2's procmgrd stopped, the decoy's node 4 crashed: at
-	# once (either step sees its loss only at the 5 s peer timeout), the
-	# decoy's procmgrd of the same job and node index is not stopped, and
-	# every other process of ours runs.
-	kill -STOP "$victim"
+	# The crash first: every process of ours runs on.
 	kill -9 $crashed || true # a worker's short-lived child may be gone
 	for p in $crashed; do wait_until 10 bash -c "s=\$(ps -o stat= -p $p); [ -z \"\$s\" ] || [[ \$s == Z* ]]"; done
+	running $ours
+	# Then our node index 2's procmgrd stopped: the decoy's of the same job
+	# and node index is not (it may have ended: its step lost node 4).
+	kill -STOP "$victim"
 	[[ $(ps -o stat= -p "$victim") == T* ]]
-	s=$(ps -o stat= -p "$dvictim")
+	s=$(ps -o stat= -p "$dvictim" || true)
 	[[ $s != T* ]]
-	running $(grep -vx "$victim" <<<"$ours")
-	# Our step loses that node.
+	# Our step loses that node (which of the two says it first is a race
+	# of procmgr's own on a loaded machine).
 	wait "$pid" && st=0 || st=$?
 	cat "$W/out"
 	[ "$st" -ne 0 ]
 	[ "$st" -ne 124 ] # not the bound
-	grep -q "procmgr: lost node ${P}3 (no heartbeat for 5 s)" "$W/out"
+	grep -E -q "procmgr: (lost node ${P}3 \(no heartbeat for 5 s\)|rank [45] on ${P}3: its node's procmgrd stopped answering)" "$W/out"
 	# The decoy's slurmd of node 4 comes back, for the next test.
 	in_decoy slurmd -N "${PM_DECOY_PREFIX}4" -f "$PM_DECOY_DIR/slurm.conf"
 	in_decoy scancel --quiet -u root
