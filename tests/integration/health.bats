@@ -11,7 +11,7 @@ site() {
 
 teardown_site() {
 	[ -f "$W/plugstack.orig" ] && cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
-	scontrol update nodename=pmnode2 state=resume 2>/dev/null || true
+	scontrol update nodename=${P}2 state=resume 2>/dev/null || true
 }
 
 teardown() {
@@ -39,27 +39,27 @@ check_script() {
 
 @test "a check failing on one node stops the step before any rank starts" {
 	check_script
-	echo pmnode2 >"$W/bad"
+	echo ${P}2 >"$W/bad"
 	run step_healthy --procmgr-health=script:$W/check.sh
 	echo "$output"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"node pmnode2 failed a health check before launch: script:$W/check.sh: fan 3 failed on pmnode2; the step does not start"* ]]
+	[[ "$output" == *"node ${P}2 failed a health check before launch: script:$W/check.sh: fan 3 failed on ${P}2; the step does not start"* ]]
 	[ "$(count start)" -eq 0 ]
 	run events "$(last_job)" 0
-	[[ "$output" == *'"event":"health_failed","gen":0,"node":"pmnode2"'*'"when":"before launch"'* ]]
+	[[ "$output" == *'"event":"health_failed","gen":0,"node":"'"${P}"'2"'*'"when":"before launch"'* ]]
 	[[ "$output" != *'"event":"launch"'* ]]
 }
 
 step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 
 @test "a node that joins after the step ended before launch is told at once" {
-	# pmnode2 fails its check at once and the root ends the step; pmnode4's
+	# node 2 fails its check at once and the root ends the step; node 4's
 	# check takes 2 s, so its procmgrd reaches the root only after that.
 	cat >"$W/check.sh" <<-EOS
 	#!/bin/bash
 	case "\$SLURMD_NODENAME" in
-	pmnode2) echo "fan 3 failed on pmnode2"; exit 1 ;;
-	pmnode4) sleep 2 ;;
+	${P}2) echo "fan 3 failed on ${P}2"; exit 1 ;;
+	${P}4) sleep 2 ;;
 	esac
 	exit 0
 	EOS
@@ -69,7 +69,7 @@ step_healthy() { srun -N4 -n8 "$@" "$WORKER"; }
 	echo "$output"
 	[ "$status" -ne 124 ]
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"node pmnode2 failed a health check before launch"* ]]
+	[[ "$output" == *"node ${P}2 failed a health check before launch"* ]]
 	[[ "$output" != *"cannot reach node"* ]]
 	[ "$(count start)" -eq 0 ]
 }
@@ -129,14 +129,14 @@ fails_before_parent_listens() {
 
 @test "a site check that fails drains the node with the reason (drain=yes)" {
 	check_script
-	echo pmnode2 >"$W/bad"
+	echo ${P}2 >"$W/bad"
 	site "drain=yes health=script:$W/check.sh"
 	run step_healthy --procmgr
 	[ "$status" -ne 0 ]
-	wait_until 15 bash -c "scontrol show node pmnode2 | grep -q 'Reason=procmgr: check.sh: fan 3 failed on pmnode2 '"
-	scontrol show node pmnode2 | grep -q "State=.*DRAIN"
+	wait_until 15 bash -c "scontrol show node ${P}2 | grep -q 'Reason=procmgr: check.sh: fan 3 failed on ${P}2 '"
+	scontrol show node ${P}2 | grep -q "State=.*DRAIN"
 	# The other nodes are not drained.
-	! scontrol show node pmnode1 | grep -q DRAIN
+	! scontrol show node ${P}1 | grep -q DRAIN
 }
 
 @test "a site script with a long path drains with a short reason; the failure is told once per node" {
@@ -144,7 +144,7 @@ fails_before_parent_listens() {
 	mkdir -p "$d"
 	cat >"$d/fans.sh" <<-EOS
 	#!/bin/bash
-	[ "\$SLURMD_NODENAME" = pmnode2 ] && { echo "fan 3 failed"; exit 1; }
+	[ "\$SLURMD_NODENAME" = ${P}2 ] && { echo "fan 3 failed"; exit 1; }
 	exit 0
 	EOS
 	chmod 0755 "$d/fans.sh"
@@ -154,21 +154,21 @@ fails_before_parent_listens() {
 	echo "$output"
 	[ "$status" -ne 0 ]
 	# The whole path is in the message: the check is the site's.
-	[ "$(grep -c "^slurmstepd-pmnode2: error: procmgr: node pmnode2 failed a health check before launch: script:$d/fans.sh: fan 3 failed" <<<"$output")" -eq 1 ]
+	[ "$(grep -c "^slurmstepd-${P}2: error: procmgr: node ${P}2 failed a health check before launch: script:$d/fans.sh: fan 3 failed" <<<"$output")" -eq 1 ]
 	job=$(last_job)
-	[ "$(grep -c "\[$job.0\] error: procmgr: node pmnode2 failed a health check" \
-		"$PM_TESTBED_DIR/log/slurmd-pmnode2.log")" -eq 1 ]
+	[ "$(grep -c "\[$job.0\] error: procmgr: node ${P}2 failed a health check" \
+		"$PM_TESTBED_DIR/log/slurmd-${P}2.log")" -eq 1 ]
 	# sinfo -R shows the reason's first 40 characters or so: they say it all.
-	wait_until 15 bash -c "sinfo -R -h -n pmnode2 -o '%E' | grep -qx 'procmgr: fans.sh: fan 3 failed'"
+	wait_until 15 bash -c "sinfo -R -h -n ${P}2 -o '%E' | grep -qx 'procmgr: fans.sh: fan 3 failed'"
 }
 
 @test "a user's own failing check does not drain the node, even with drain=yes" {
 	check_script
-	echo pmnode2 >"$W/bad"
+	echo ${P}2 >"$W/bad"
 	site "drain=yes"
 	run step_healthy --procmgr-health=script:$W/check.sh
 	[ "$status" -ne 0 ]
-	! scontrol show node pmnode2 | grep -q DRAIN
+	! scontrol show node ${P}2 | grep -q DRAIN
 }
 
 @test "a check failing while running restarts the step; failing again before the restart ends it" {
@@ -176,7 +176,7 @@ fails_before_parent_listens() {
 	# The node goes bad once every rank is running.
 	cat >"$W/go-bad.sh" <<-EOS
 	#!/bin/bash
-	[ "\$RANK" = 0 ] && [ "\$PROCMGR_RESTART_COUNT" = 0 ] && echo pmnode3 >"$W/bad"
+	[ "\$RANK" = 0 ] && [ "\$PROCMGR_RESTART_COUNT" = 0 ] && echo ${P}3 >"$W/bad"
 	sleep 30
 	EOS
 	chmod 0755 "$W/go-bad.sh"
@@ -184,10 +184,10 @@ fails_before_parent_listens() {
 		--procmgr-health-interval=1 "$W/go-bad.sh"
 	echo "$output"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"node pmnode3 failed a health check before a restart: script:$W/check.sh: fan 3 failed on pmnode3; ending the step"* ]]
+	[[ "$output" == *"node ${P}3 failed a health check before a restart: script:$W/check.sh: fan 3 failed on ${P}3; ending the step"* ]]
 	run events "$(last_job)" 0
-	[[ "$output" == *'"node":"pmnode3"'*'"when":"while running"'* ]]
-	[[ "$output" == *'"node":"pmnode3"'*'"when":"before a restart"'* ]]
+	[[ "$output" == *'"node":"'"${P}"'3"'*'"when":"while running"'* ]]
+	[[ "$output" == *'"node":"'"${P}"'3"'*'"when":"before a restart"'* ]]
 }
 
 @test "a check script that hangs is killed at the site's timeout and reported so" {

@@ -3,11 +3,24 @@
 top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 WORKER=$top/tests/integration/worker.sh
 STATE=$PM_TESTBED_DIR/state
-# This build's processes only: another testbed may run beside ours. With
-# PM_RUNTIME (an installed package), procmgr-rank sits beside it.
-RT_DIR=$PM_BUILD_DIR
-[ -z "${PM_RUNTIME:-}" ] || RT_DIR=$(dirname "$PM_RUNTIME")
-OURS="^$RT_DIR/(procmgrd|procmgr-rank)"
+# Node I is $P$I (the testbed's names: another testbed beside ours has
+# others).
+P=$PM_TESTBED_PREFIX
+# This testbed's processes only, found through its files: another testbed,
+# of this build or another, may run beside ours with the same job ids.
+tb() { "$top/tests/cluster/testbed" "$@"; }
+# Every procmgrd and procmgr-rank of our steps.
+our_procs() { tb procs; }
+# procmgrd of node index I (0-based) of step JOB.0.
+procmgrd_of() { tb procmgrd "$1" "$2"; }
+# Whether process PID has VAR=VALUE in its environment (set at its exec).
+env_has() { tr "\\0" "\\n" 2>/dev/null <"/proc/$1/environ" | grep -qxF -- "$2"; }
+# The pids running this test's worker (their PM_LOG is ours).
+our_workers() {
+	local pid
+	for pid in $(pgrep -f "$WORKER"); do env_has "$pid" "PM_LOG=$PM_LOG" && echo "$pid"; done
+	return 0
+}
 # The procmgr command under test.
 PROCMGR=${PM_CLI:-$top/procmgr}
 
@@ -29,7 +42,7 @@ pm_teardown() {
 	scancel --quiet -u root 2>/dev/null || true
 	scancel --quiet -u nobody 2>/dev/null || true
 	wait_until 15 no_leftovers || {
-		echo "left behind:"; pgrep -a -f "$OURS" || true
+		echo "left behind:"; local p; for p in $(our_procs); do ps -o pid=,args= -p "$p"; done
 		find "$STATE" -name '*.run' -o -name sock || true
 		return 1
 	}
@@ -37,7 +50,7 @@ pm_teardown() {
 }
 
 no_leftovers() {
-	! pgrep -f "$OURS" >/dev/null &&
+	[ -z "$(our_procs)" ] &&
 		[ -z "$(find "$STATE" \( -name '*.run' -o -name sock -o -name 'heartbeat.*' \) 2>/dev/null)" ]
 }
 

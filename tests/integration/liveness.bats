@@ -10,11 +10,11 @@ DROP_TABLE=pm_it_drop
 teardown() {
 	# Whatever the test did to the machine is undone before the checks.
 	nft delete table inet "$DROP_TABLE" 2>/dev/null || true
-	pkill -CONT -f "$OURS" 2>/dev/null || true
+	kill -CONT $(our_procs) 2>/dev/null || true
 	pm_teardown
 }
 
-# 4 nodes x 2 ranks (pmnode1: ranks 0-1, pmnode2: 2-3, ...), running 60 s
+# 4 nodes x 2 ranks (node 1: ranks 0-1, node 2: 2-3, ...), running 60 s
 # unless a fault ends them; srun's output in $W/out.
 start_step() {
 	timeout 90 srun -N4 -n8 "$@" --export=ALL,RUN=60 "$WORKER" >"$W/out" 2>&1 &
@@ -38,13 +38,13 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 
 @test "a stopped procmgrd (SIGSTOP) is a lost node: the step ends, naming the node and why" {
 	start_step --procmgr-restart=on-failure:3
-	kill -STOP "$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")"
+	kill -STOP "$(procmgrd_of "$job" 2)"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: lost node pmnode3 (no heartbeat for 5 s); ending the step" "$W/out"
+	grep -q "procmgr: lost node ${P}3 (no heartbeat for 5 s); ending the step" "$W/out"
 	# Its own ranks' supervisors found it silent and ended their commands.
-	grep -q "rank [45] on pmnode3: its node's procmgrd stopped answering" "$W/out"
-	events "$job" 0 | grep -q '"event":"node_lost".*"node":"pmnode3","reason":"no heartbeat for 5 s"'
+	grep -q "rank [45] on ${P}3: its node's procmgrd stopped answering" "$W/out"
+	events "$job" 0 | grep -q '"event":"node_lost".*"node":"'"${P}"'3","reason":"no heartbeat for 5 s"'
 	[ "$(count 'start .*gen=1')" -eq 0 ]
 }
 
@@ -59,7 +59,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	pid=$!
 	wait_until 30 started 8
 	job=$(last_job)
-	d=$(pgrep -f "^$RT_DIR/procmgrd --job $job --step 0 --node-id 2 .* --rundir $STATE/")
+	d=$(procmgrd_of "$job" 2)
 	stepd=$(tr '\0' '\n' </proc/"$d"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1)
 	pids=$(tree_of "$stepd")
 	ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-100
@@ -75,7 +75,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 
 @test "a node whose control traffic is dropped (nft DROP) is lost, and its own ranks end too" {
 	start_step --procmgr-restart=on-failure:3
-	# Only pmnode4's address is cut.
+	# Only node 4's address is cut.
 	a4=$("$top/tests/cluster/testbed" addr 4)
 	nft add table inet "$DROP_TABLE"
 	nft add chain inet "$DROP_TABLE" input '{ type filter hook input priority 0; }'
@@ -84,8 +84,8 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	step_ended
 	nft delete table inet "$DROP_TABLE"
 	[ "$st" -ne 0 ]
-	grep -E -q "procmgr: lost node pmnode4 \((no heartbeat for 5 s|Connection timed out)\)" "$W/out"
-	grep -q "procmgr: lost the connection to node pmnode1" "$W/out"
+	grep -E -q "procmgr: lost node ${P}4 \((no heartbeat for 5 s|Connection timed out)\)" "$W/out"
+	grep -q "procmgr: lost the connection to node ${P}1" "$W/out"
 }
 
 @test "a supervisor killed with SIGKILL takes its command with it, and a rank still there says why" {
@@ -95,7 +95,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	wait_until 10 dead "$victim"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: rank 3 on pmnode2 lost its supervisor (it exited or was killed) in generation 0; not restarting" "$W/out"
+	grep -q "procmgr: rank 3 on ${P}2 lost its supervisor (it exited or was killed) in generation 0; not restarting" "$W/out"
 }
 
 @test "a stopped supervisor (SIGSTOP) is found silent: it and its command are killed, the step ends saying so" {
@@ -104,7 +104,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	kill -STOP "$(supervisor_of 5)"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: rank 5 on pmnode3 lost its supervisor (no heartbeat for 5 s)" "$W/out"
+	grep -q "procmgr: rank 5 on ${P}3 lost its supervisor (no heartbeat for 5 s)" "$W/out"
 	wait_until 10 dead "$victim"
 }
 
@@ -116,7 +116,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	kill -9 "$(worker_pid 0)"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: lost node pmnode4 (rank 6 did not stop within 3.0 s); ending the step" "$W/out"
+	grep -q "procmgr: lost node ${P}4 (rank 6 did not stop within 3.0 s); ending the step" "$W/out"
 	[ "$(count 'start .*gen=1')" -eq 0 ]
 }
 
@@ -146,7 +146,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 		--procmgr-verbose --export=ALL,HANG_RANK=all,TERM_DELAY=0.5 "$WORKER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	line=$(grep "procmgr: generation 0: rank [0-9]* on pmnode[0-9] hung" <<<"$output")
+	line=$(grep "procmgr: generation 0: rank [0-9]* on ${P}[0-9] hung" <<<"$output")
 	events "$(last_job)" 0 >"$W/events"
 	cat "$W/events"
 	# The blamed rank is the one whose last heartbeat, as its supervisor

@@ -1,14 +1,20 @@
 #!/usr/bin/env bats
 # A step across 128 nodes: its own testbed of 128 slurmd, beside the 4-node
-# one of tests/integration/run (own directory, addresses 127.30.0.x, node
-# names snodeI, ports chosen free), up for this file only. With a fanout of
+# one of tests/integration/run (derived from that one's: directory
+# $PM_TESTBED_DIR-scale, NET+2, node names ${PM_TESTBED_PREFIX}scI, ports
+# chosen free), up for this file only. With a fanout of
 # 32 the control tree has two levels below the root.
+# Each may be set (PM_SCALE_DIR, _NET, _PREFIX); derived once: bats sources
+# this file again for every test, with what the first time exported.
+export PM_SCALE_DIR=${PM_SCALE_DIR:-$PM_TESTBED_DIR-scale}
+export PM_SCALE_NET=${PM_SCALE_NET:-$((${PM_TESTBED_NET:-10} + 2))}
+export PM_SCALE_PREFIX=${PM_SCALE_PREFIX:-${PM_TESTBED_PREFIX:-pmnode}sc}
+export PM_TESTBED_DIR=$PM_SCALE_DIR PM_TESTBED_NET=$PM_SCALE_NET PM_TESTBED_PREFIX=$PM_SCALE_PREFIX
 load helpers
 
 SCALE_N=128
 
 setup_file() {
-	export PM_TESTBED_DIR=/tmp/pm-it-scale PM_TESTBED_NET=30 PM_TESTBED_PREFIX=snode
 	"$top/tests/cluster/testbed" down
 	local t0=$SECONDS
 	eval "$("$top/tests/cluster/testbed" up $SCALE_N)"
@@ -20,13 +26,13 @@ teardown_file() {
 	"$top/tests/cluster/testbed" down
 	echo "# testbed down $SCALE_N nodes: $((SECONDS - t0)) s" >&3
 	# Nothing of it is left: no daemon of its configuration, no hosts line.
-	! pgrep -f "$PM_TESTBED_DIR/slurm.conf" >/dev/null
+	[ -z "$(pgrep -f "$PM_TESTBED_DIR/slurm.conf")" ]
 	! grep -qF "$PM_TESTBED_DIR" /etc/hosts
 }
 
 @test "128 nodes: the testbed's nodes are all idle, each with its own address" {
 	[ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" -eq $SCALE_N ]
-	[ "$(getent hosts snode128 | awk '{ print $1 }')" = "$("$top/tests/cluster/testbed" addr 128)" ]
+	[ "$(getent hosts ${P}128 | awk '{ print $1 }')" = "$("$top/tests/cluster/testbed" addr 128)" ]
 	[ "$(grep -o 'Port=[0-9]*' "$PM_TESTBED_DIR/slurm.conf" | sort -u | wc -l)" -eq $((SCALE_N + 1)) ]
 }
 
@@ -41,7 +47,7 @@ teardown_file() {
 	[ "$(count 'done .*gen=1')" -eq $SCALE_N ]
 	# Every node took part in generation 1.
 	[ "$(grep 'start .*gen=1' "$PM_LOG" | grep -o 'node=[^ ]*' | sort -u | wc -l)" -eq $SCALE_N ]
-	[[ "$output" == *"rank 100 on snode101 exited with code 7; restarting all $SCALE_N ranks"* ]]
+	[[ "$output" == *"rank 100 on ${P}101 exited with code 7; restarting all $SCALE_N ranks"* ]]
 	run events "$(last_job)" 0
 	echo "$output"
 	[[ "$output" == *'"event":"start","gen":1,"restart":1'* ]]

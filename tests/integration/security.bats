@@ -13,20 +13,20 @@ teardown() {
 }
 
 @test "an impostor holding node 0's control ports: the step fails at once naming node and port, nothing obeys the impostor" {
-	# nobody takes every port Slurm may reserve (MpiParams=ports=20000-20999)
-	# on pmnode1's address before the step starts, and answers each child
+	# nobody takes every port Slurm may reserve (the testbed's MpiParams=ports)
+	# on node 1's address before the step starts, and answers each child
 	# with a forged WELCOME (its own credential, the child's nonce copied),
 	# START, and an ABORT.
 	touch "$W/imp.log"
 	chmod 0666 "$W/imp.log"
 	runuser -u nobody -- /usr/bin/python3 "$top/tests/integration/impostor.py" "$("$top/tests/cluster/testbed" addr 1)" \
-		20000 20999 "$PM_TESTBED_DIR/munge/munge.socket" "$W/imp.log" &
+		"${PM_TESTBED_MPI_PORTS%-*}" "${PM_TESTBED_MPI_PORTS#*-}" "$PM_TESTBED_DIR/munge/munge.socket" "$W/imp.log" &
 	imp=$!
 	wait_until 20 grep -q listening "$W/imp.log"
 	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:3 --export=ALL,RUN=1 "$WORKER"
 	echo "$output"; cat "$W/imp.log"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-	[[ "$output" == *"cannot listen on the step's control port pmnode1:"*"Address already in use (another process holds it)"* ]]
+	[[ "$output" == *"cannot listen on the step's control port ${P}1:"*"Address already in use (another process holds it)"* ]]
 	[[ "$output" != *FORGED* ]]
 	[ "$(count start)" -eq 0 ]
 	echo "# $(grep -c "^answered" "$W/imp.log") children reached the impostor; $(grep -c . "$W/imp.log") lines: $(tr "\n" "|" <"$W/imp.log" | head -c 300)" >&3
@@ -53,7 +53,7 @@ nobody_step() {
 	wait_until 20 bash -c "! squeue -h -j $job 2>/dev/null | grep -q ."
 	! sinfo -h -o '%T' | grep -q -i comp
 	grep -q "ignoring $STATE/$job/0.1.unhealthy: not a regular file of the job's user" \
-		"$PM_TESTBED_DIR"/log/slurmd-pmnode2.log
+		"$PM_TESTBED_DIR"/log/slurmd-${P}2.log
 }
 
 @test "a symlink planted as the health report is not followed: its target is neither read nor removed" {
@@ -74,10 +74,10 @@ nobody_step() {
 	job=$(last_job)
 	port=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
 	# nobody opens 200 connections to node 0's control port and says nothing.
-	runuser -u nobody -- /usr/bin/python3 - "$port" >"$W/flood" 2>&1 <<-'PY' &
+	runuser -u nobody -- /usr/bin/python3 - "$port" "${P}1" >"$W/flood" 2>&1 <<-'PY' &
 	import select, socket, sys, time
 	port = int(sys.argv[1])
-	socks = [socket.create_connection(("pmnode1", port), timeout=5) for _ in range(200)]
+	socks = [socket.create_connection((sys.argv[2], port), timeout=5) for _ in range(200)]
 	print("open", len(socks), flush=True)
 	t0, left = time.time(), set(socks)
 	while left and time.time() - t0 < 10:

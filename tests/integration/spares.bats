@@ -1,12 +1,18 @@
 #!/usr/bin/env bats
 # Hot spares (--procmgr-spares): a lost node's ranks move to a spare inside
-# the same step. A 6-node testbed of its own beside the run script's, with
-# SlurmdTimeout=5 so that Slurm's own DOWN (which ends srun's wait for the
+# the same step. A 6-node testbed of its own beside the run script's (its
+# directory, NET and node names derived from that one's: $PM_TESTBED_DIR-spares,
+# NET+1, ${PM_TESTBED_PREFIX}sp), with SlurmdTimeout=5 so that Slurm's own DOWN (which ends srun's wait for the
 # lost node's tasks) comes in about 25 s. Faults are real: a node crashed
 # (its slurmd, slurmstepd and everything below killed at once), stopped
 # (SIGSTOP of the same), cut off (nft drop of its address), unhealthy.
 
-export PM_TESTBED_DIR=/tmp/pm-spares PM_TESTBED_NET=40 PM_TESTBED_PREFIX=spnode
+# Each may be set (PM_SPARES_DIR, _NET, _PREFIX); derived once: bats sources
+# this file again for every test, with what the first time exported.
+export PM_SPARES_DIR=${PM_SPARES_DIR:-$PM_TESTBED_DIR-spares}
+export PM_SPARES_NET=${PM_SPARES_NET:-$((${PM_TESTBED_NET:-10} + 1))}
+export PM_SPARES_PREFIX=${PM_SPARES_PREFIX:-${PM_TESTBED_PREFIX:-pmnode}sp}
+export PM_TESTBED_DIR=$PM_SPARES_DIR PM_TESTBED_NET=$PM_SPARES_NET PM_TESTBED_PREFIX=$PM_SPARES_PREFIX
 export SLURM_CONF=$PM_TESTBED_DIR/slurm.conf
 load helpers
 
@@ -19,7 +25,9 @@ SRUN=(srun --no-kill -N$N --ntasks-per-node=1 --procmgr-spares=2
 
 setup_file() {
 	"$top/tests/cluster/testbed" down
-	PM_TESTBED_SLURMD_TIMEOUT=5 "$top/tests/cluster/testbed" up $N >/dev/null
+	PM_TESTBED_SLURMD_TIMEOUT=5 "$top/tests/cluster/testbed" up $N >"$BATS_FILE_TMPDIR/env"
+	# Its own reserved ports (MASTER_PORT), not the run script's testbed's.
+	. "$BATS_FILE_TMPDIR/env"
 }
 
 teardown_file() {
@@ -29,13 +37,12 @@ teardown_file() {
 
 node_addr() { "$top/tests/cluster/testbed" addr "$1"; }
 
-# procmgrd of node index I (0-based) of the running step, and its slurmstepd.
-procmgrd_of() { pgrep -f "^$RT_DIR/procmgrd --job [0-9]+ --step 0 --node-id $1 .* --rundir $STATE/" | head -n 1; }
-stepd_of() { tr '\0' '\n' </proc/"$(procmgrd_of "$1")"/cmdline | grep -A1 -x -- --watch-pid | tail -n 1; }
 slurmd_of() { cat "$PM_TESTBED_DIR/slurmd-$PM_TESTBED_PREFIX$(($1 + 1)).pid"; }
 tree_of() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_of "$c"; done; }
-# A crash: the node's slurmd, slurmstepd and all below, at once.
-node_pids() { { slurmd_of "$1"; tree_of "$(stepd_of "$1")"; } | sort -u; }
+# A crash: the slurmd of node index I (0-based; the step spans all nodes in
+# order), its slurmstepd and all below, at once; found through this
+# testbed's files, so never another testbed's.
+node_pids() { tb pids $(($1 + 1)) | sort -u; }
 crash() { freeze_or_kill -9 "$1"; echo "$1" >>"$W/crashed"; }
 # Signal a node's processes; what was hit goes to the record.
 freeze_or_kill() {
@@ -50,8 +57,7 @@ freeze_or_kill() {
 revive() {
 	local i pid
 	nft delete table inet "$DROP_TABLE" 2>/dev/null || true
-	# Only what this test signalled (other testbeds may have stopped theirs).
-	for pid in $(awk '{ print $1 }' "$W/hit" 2>/dev/null) $(pgrep -f "$OURS"); do
+	for pid in $(for s in $(tb stepds); do tree_of "$s"; done) $(our_procs); do
 		kill -CONT "$pid" 2>/dev/null || true
 	done
 	for ((i = 0; i < N; i++)); do

@@ -10,8 +10,8 @@ load helpers
 	want="procmgr: $output loaded"
 	n=$(cat "$PM_TESTBED_DIR/nodes")
 	for ((i = 1; i <= n; i++)); do
-		grep -qF "$want" "$PM_TESTBED_DIR/log/slurmd-pmnode$i.log" ||
-			{ echo "no '$want' in slurmd-pmnode$i.log"; tail -n 5 "$PM_TESTBED_DIR/log/slurmd-pmnode$i.log"; false; }
+		grep -qF "$want" "$PM_TESTBED_DIR/log/slurmd-${P}$i.log" ||
+			{ echo "no '$want' in slurmd-${P}$i.log"; tail -n 5 "$PM_TESTBED_DIR/log/slurmd-${P}$i.log"; false; }
 	done
 }
 
