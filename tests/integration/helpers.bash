@@ -3,6 +3,8 @@
 top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 WORKER=$top/tests/integration/worker.sh
 STATE=$PM_TESTBED_DIR/state
+# The testbed's node names: ${PM_NODE}1 ... (tests/cluster/testbed).
+PM_NODE=${PM_TESTBED_PREFIX:-pmnode}
 # This build's processes only: another testbed may run beside ours. With
 # PM_RUNTIME (an installed package), procmgr-rank sits beside it.
 RT_DIR=$PM_BUILD_DIR

@@ -44,7 +44,7 @@ refused() { # COMMAND ARGS...: as daemon, a clear refusal naming the owner
 	[[ "${lines[0]}" == "step $job.0: 8 ranks on 4 nodes: 8 running; generation 0" ]]
 	[ "$(grep -c ' running ' <<<"$output")" -ge 12 ] # 8 ranks, 4 nodes
 	for r in 0 1 2 3 4 5 6 7; do
-		grep -Eq "^$r +$((r % 2)) +pmnode$((r / 2 + 1)) +[0-9]+ +running +0 " <<<"$output"
+		grep -Eq "^$r +$((r % 2)) +${PM_NODE}$((r / 2 + 1)) +[0-9]+ +running +0 " <<<"$output"
 	done
 	# Each pid is the rank's own Python process.
 	for p in $(awk '$5 == "running" && $1 ~ /^[0-9]+$/ && NF == 9 { print $4 }' <<<"$output"); do
@@ -53,7 +53,7 @@ refused() { # COMMAND ARGS...: as daemon, a clear refusal naming the owner
 	run "$PROCMGR" status "$job.0" --json
 	[ "$status" -eq 0 ]
 	/usr/bin/python3 - "$output" <<'PY'
-import json, sys
+import json, os, sys
 d = json.loads(sys.argv[1])
 assert set(d) == {"job", "step", "summary", "ranks", "nodes"}, d.keys()
 assert set(d["summary"]) == {"text", "nodes", "nodes_answering", "ranks", "running", "done",
@@ -65,7 +65,7 @@ for r in d["ranks"]:
     assert set(r) == {"rank", "local_rank", "node", "node_id", "pid", "state", "gen",
                       "restarts", "heartbeat_age_ms", "cpu_ms", "rss_kb"}, r.keys()
     assert r["state"] == "running" and r["pid"] > 0 and r["rss_kb"] > 0
-    assert r["node"] == "pmnode%d" % (r["rank"] // 2 + 1)
+    assert r["node"] == os.environ.get("PM_TESTBED_PREFIX", "pmnode") + "%d" % (r["rank"] // 2 + 1)
 for n in d["nodes"]:
     assert set(n) == {"node_id", "name", "phase", "gen", "ranks", "health"}, n.keys()
     assert n["phase"] == "running" and n["ranks"] == 2

@@ -40,10 +40,10 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	kill -STOP "$(pgrep -f "procmgrd --job $job --step 0 --node-id 2 ")"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: lost node pmnode3 (no heartbeat for 5 s); ending the step" "$W/out"
+	grep -q "procmgr: lost node ${PM_NODE}3 (no heartbeat for 5 s); ending the step" "$W/out"
 	# Its own ranks' supervisors found it silent and ended their commands.
-	grep -q "rank [45] on pmnode3: its node's procmgrd stopped answering" "$W/out"
-	events "$job" 0 | grep -q '"event":"node_lost".*"node":"pmnode3","reason":"no heartbeat for 5 s"'
+	grep -q "rank [45] on ${PM_NODE}3: its node's procmgrd stopped answering" "$W/out"
+	events "$job" 0 | grep -q '"event":"node_lost".*"node":"'"${PM_NODE}"'3","reason":"no heartbeat for 5 s"'
 	[ "$(count 'start .*gen=1')" -eq 0 ]
 }
 
@@ -58,8 +58,8 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	step_ended
 	nft delete table inet "$DROP_TABLE"
 	[ "$st" -ne 0 ]
-	grep -E -q "procmgr: lost node pmnode4 \((no heartbeat for 5 s|Connection timed out)\)" "$W/out"
-	grep -q "procmgr: lost the connection to node pmnode1" "$W/out"
+	grep -E -q "procmgr: lost node ${PM_NODE}4 \((no heartbeat for 5 s|Connection timed out)\)" "$W/out"
+	grep -q "procmgr: lost the connection to node ${PM_NODE}1" "$W/out"
 }
 
 @test "a supervisor killed with SIGKILL takes its command with it, and a rank still there says why" {
@@ -69,7 +69,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	wait_until 10 dead "$victim"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: rank 3 on pmnode2 lost its supervisor (it exited or was killed) in generation 0; not restarting" "$W/out"
+	grep -q "procmgr: rank 3 on ${PM_NODE}2 lost its supervisor (it exited or was killed) in generation 0; not restarting" "$W/out"
 }
 
 @test "a stopped supervisor (SIGSTOP) is found silent: it and its command are killed, the step ends saying so" {
@@ -78,7 +78,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	kill -STOP "$(supervisor_of 5)"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: rank 5 on pmnode3 lost its supervisor (no heartbeat for 5 s)" "$W/out"
+	grep -q "procmgr: rank 5 on ${PM_NODE}3 lost its supervisor (no heartbeat for 5 s)" "$W/out"
 	wait_until 10 dead "$victim"
 }
 
@@ -90,7 +90,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	kill -9 "$(worker_pid 0)"
 	step_ended
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: lost node pmnode4 (rank 6 did not stop within 3.0 s); ending the step" "$W/out"
+	grep -q "procmgr: lost node ${PM_NODE}4 (rank 6 did not stop within 3.0 s); ending the step" "$W/out"
 	[ "$(count 'start .*gen=1')" -eq 0 ]
 }
 
@@ -120,7 +120,7 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 		--procmgr-verbose --export=ALL,HANG_RANK=all,TERM_DELAY=0.5 "$WORKER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	line=$(grep "procmgr: generation 0: rank [0-9]* on pmnode[0-9] hung" <<<"$output")
+	line=$(grep "procmgr: generation 0: rank [0-9]* on ${PM_NODE}[0-9] hung" <<<"$output")
 	events "$(last_job)" 0 >"$W/events"
 	cat "$W/events"
 	# The blamed rank is the one whose last heartbeat, as its supervisor

@@ -23,7 +23,7 @@ PYEOF
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# Without --procmgr-verbose: one line for the decision, with the error.
-	[[ "$output" == *"procmgr: generation 0: rank 1 on pmnode2 exited with code 1 (ValueError: loss is nan at step 41); restarting all 2 ranks (restart 1 of 2)"* ]]
+	[[ "$output" == *"procmgr: generation 0: rank 1 on ${PM_NODE}2 exited with code 1 (ValueError: loss is nan at step 41); restarting all 2 ranks (restart 1 of 2)"* ]]
 	[[ "$output" != *"starting generation"* ]]
 	# The traceback still reaches srun's stderr as the command wrote it.
 	[[ "$output" == *"Traceback (most recent call last):"* ]]
@@ -31,7 +31,7 @@ PYEOF
 	run events "$(last_job)" 0
 	echo "$output"
 	line=$(grep '"event":"rank_failed"' <<<"$output")
-	[[ "$line" == *'"rank":1,"node":"pmnode2","status":"exited with code 1 (ValueError: loss is nan at step 41)","error":"ValueError: loss is nan at step 41\u000aTraceback (most recent call last):\u000a'* ]]
+	[[ "$line" == *'"rank":1,"node":"'"${PM_NODE}"'2","status":"exited with code 1 (ValueError: loss is nan at step 41)","error":"ValueError: loss is nan at step 41\u000aTraceback (most recent call last):\u000a'* ]]
 	[[ "$line" == *'raise ValueError(\"loss is nan at step %d\" % 41)'* ]]
 	# The recovery a user counts ends once every rank runs again.
 	grep -q '"event":"running","gen":1,"ranks":2,"since_start_ms":[0-9]*,"since_failure_ms":[0-9]*}' <<<"$output"
@@ -47,16 +47,16 @@ PYEOF
 		sleep 30'
 	echo "$output"
 	[ "$status" -eq 3 ]
-	[[ "$output" == *"procmgr: generation 0: rank 2 on pmnode2 exited with code 3 (RuntimeError: shard 0 is corrupt); restarting all 4 ranks (restart 1 of 1)"* ]]
-	[[ "$output" == *"procmgr: rank 2 on pmnode2 exited with code 3 (RuntimeError: shard 1 is corrupt) in generation 1; giving up after 1 restart (restart=on-failure:1)"* ]]
-	[[ "$output" == *"procmgr: root cause: rank 2 on pmnode2:"$'\n'"  loading shard 1"$'\n'"  RuntimeError: shard 1 is corrupt"* ]]
+	[[ "$output" == *"procmgr: generation 0: rank 2 on ${PM_NODE}2 exited with code 3 (RuntimeError: shard 0 is corrupt); restarting all 4 ranks (restart 1 of 1)"* ]]
+	[[ "$output" == *"procmgr: rank 2 on ${PM_NODE}2 exited with code 3 (RuntimeError: shard 1 is corrupt) in generation 1; giving up after 1 restart (restart=on-failure:1)"* ]]
+	[[ "$output" == *"procmgr: root cause: rank 2 on ${PM_NODE}2:"$'\n'"  loading shard 1"$'\n'"  RuntimeError: shard 1 is corrupt"* ]]
 	# What the command wrote was passed on, once per generation.
 	[ "$(grep -c '^loading shard' <<<"$output")" -eq 2 ]
 	# srun's per-task lines name task 2 only: the others were stopped.
-	grep -q "srun: error: pmnode2: task 2: Exited with exit code 3" <<<"$output"
+	grep -q "srun: error: ${PM_NODE}2: task 2: Exited with exit code 3" <<<"$output"
 	[ "$(grep -c 'srun: error: .*Exited with exit code' <<<"$output")" -eq 1 ]
 	run events "$(last_job)" 0
-	[[ "$output" == *'"event":"rank_failed","gen":1,"rank":2,"node":"pmnode2","status":"exited with code 3 (RuntimeError: shard 1 is corrupt)","error":"RuntimeError: shard 1 is corrupt\u000aloading shard 1\u000aRuntimeError: shard 1 is corrupt"'* ]]
+	[[ "$output" == *'"event":"rank_failed","gen":1,"rank":2,"node":"'"${PM_NODE}"'2","status":"exited with code 3 (RuntimeError: shard 1 is corrupt)","error":"RuntimeError: shard 1 is corrupt\u000aloading shard 1\u000aRuntimeError: shard 1 is corrupt"'* ]]
 }
 
 @test "each generation's start is marked in every task's output file" {
@@ -99,11 +99,11 @@ PYEOF
 	echo "$output"
 	[ "$status" -eq 0 ]
 	grep -q '>gen 2</text>' "$W/t.svg"
-	grep -q '<title>+[0-9.]* s: rank_failed gen 0 rank 5 on pmnode3: exited with code 7</title>' "$W/t.svg"
-	grep -q '<title>+[0-9.]* s: hang gen 1 rank 2 on pmnode2</title>' "$W/t.svg"
+	grep -q '<title>+[0-9.]* s: rank_failed gen 0 rank 5 on '"${PM_NODE}"'3: exited with code 7</title>' "$W/t.svg"
+	grep -q '<title>+[0-9.]* s: hang gen 1 rank 2 on '"${PM_NODE}"'2</title>' "$W/t.svg"
 	# A row for each node something happened on.
-	grep -q ">pmnode2</text>" "$W/t.svg"
-	grep -q ">pmnode3</text>" "$W/t.svg"
+	grep -q ">${PM_NODE}2</text>" "$W/t.svg"
+	grep -q ">${PM_NODE}3</text>" "$W/t.svg"
 	rsvg-convert "$W/t.svg" -o "$W/t.png"
 	[ "$(head -c 8 "$W/t.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
 	[ "$(stat -c %s "$W/t.png")" -gt 10000 ]
@@ -133,7 +133,7 @@ PYEOF
 	[ "$status" -eq 2 ]
 	[ "$(grep -c '^noise line ' <<<"$output")" -eq 50000 ]
 	grep -qx 'noise line 50000' <<<"$output"
-	[[ "$output" == *"procmgr: rank 1 on pmnode2 exited with code 2 (FatalError: after 50000 lines) in generation 0; not restarting (restart=never)"* ]]
+	[[ "$output" == *"procmgr: rank 1 on ${PM_NODE}2 exited with code 2 (FatalError: after 50000 lines) in generation 0; not restarting (restart=never)"* ]]
 	# The root cause is the last lines only, not the whole stream.
 	[ "$(sed -n '/^procmgr: root cause:/,$p' <<<"$output" | grep -c '^  noise line ')" -eq 19 ]
 }

@@ -11,7 +11,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	[ "$status" -eq 0 ]
 	[ "$(count start)" -eq 8 ]
 	for r in 0 1 2 3 4 5 6 7; do
-		grep -q "start rank=$r gen=0 node=pmnode$((r / 2 + 1)) .* local=$((r % 2)) world=8 lws=2 group=$((r / 2)) master=pmnode1:[0-9]* telastic=0 max=0 " "$PM_LOG" ||
+		grep -q "start rank=$r gen=0 node=${PM_NODE}$((r / 2 + 1)) .* local=$((r % 2)) world=8 lws=2 group=$((r / 2)) master=${PM_NODE}1:[0-9]* telastic=0 max=0 " "$PM_LOG" ||
 			{ cat "$PM_LOG"; return 1; }
 	done
 	# MASTER_PORT is a port reserved for the step, the same for every rank.
@@ -36,10 +36,10 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	# The 7 others were told to stop (SIGTERM), on every node.
 	[ "$(count 'term .*gen=0')" -eq 7 ]
 	[ "$(grep 'term .*gen=0' "$PM_LOG" | grep -o 'node=[^ ]*' | sort -u | wc -l)" -eq 4 ]
-	[[ "$output" == *"rank 3 on pmnode2 exited with code 7; restarting all 8 ranks"* ]]
+	[[ "$output" == *"rank 3 on ${PM_NODE}2 exited with code 7; restarting all 8 ranks"* ]]
 	job=$(last_job)
 	run events "$job" 0
-	[[ "$output" == *'"event":"rank_failed","gen":0,"rank":3,"node":"pmnode2"'* ]]
+	[[ "$output" == *'"event":"rank_failed","gen":0,"rank":3,"node":"'"${PM_NODE}"'2"'* ]]
 	[[ "$output" == *'"event":"start","gen":1,"restart":1'* ]]
 	[[ "$output" == *'"event":"finish","gen":1'* ]]
 }
@@ -50,7 +50,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	[ "$(count 'fail rank=5 gen=0')" -eq 1 ]
 	[ "$(count 'done .*gen=1')" -eq 8 ]
 	run events "$(last_job)" 0
-	[[ "$output" == *'"rank":5,"node":"pmnode3","status":"was killed by signal 9 (Killed)"'* ]]
+	[[ "$output" == *'"rank":5,"node":"'"${PM_NODE}"'3","status":"was killed by signal 9 (Killed)"'* ]]
 }
 
 @test "grandchildren of a failed generation do not survive the restart" {
@@ -66,7 +66,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	echo "$output"
 	[ "$status" -eq 42 ]
 	[ "$(count 'fail rank=6')" -eq 3 ]
-	[[ "$output" == *"procmgr: rank 6 on pmnode4 exited with code 42 in generation 2; giving up after 2 restarts (restart=on-failure:2)"* ]]
+	[[ "$output" == *"procmgr: rank 6 on ${PM_NODE}4 exited with code 42 in generation 2; giving up after 2 restarts (restart=on-failure:2)"* ]]
 	run events "$(last_job)" 0
 	[[ "$output" == *'"event":"give_up","gen":2,"exit_code":42'* ]]
 }
@@ -76,7 +76,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	echo "$output"
 	[ "$status" -eq 3 ]
 	[ "$(count 'start .*gen=1')" -eq 0 ]
-	[[ "$output" == *"procmgr: rank 1 on pmnode1 exited with code 3 in generation 0; not restarting (restart=never)"* ]]
+	[[ "$output" == *"procmgr: rank 1 on ${PM_NODE}1 exited with code 3 in generation 0; not restarting (restart=never)"* ]]
 }
 
 @test "an ordinary user's step restarts too, and its files are the user's" {
@@ -98,10 +98,10 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 	[ "$status" -eq 0 ]
 	# Rank 2 hung in generation 0; the others ran 2 s without any heartbeat
 	# and were not judged.
-	[[ "$output" == *"rank 2 on pmnode2 hung: no heartbeat for 1 s"* ]]
+	[[ "$output" == *"rank 2 on ${PM_NODE}2 hung: no heartbeat for 1 s"* ]]
 	[ "$(count 'done .*gen=1')" -eq 8 ]
 	run events "$(last_job)" 0
-	[[ "$output" == *'"rank":2,"node":"pmnode2","status":"hung (no heartbeat)","hung":true'* ]]
+	[[ "$output" == *'"rank":2,"node":"'"${PM_NODE}"'2","status":"hung (no heartbeat)","hung":true'* ]]
 	[ "$(grep -c '"event":"rank_failed"' <<<"$output")" -eq 1 ]
 }
 
@@ -152,9 +152,9 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 # credential and prints what the port answers.
 hello() { # port credential node
 	/usr/bin/python3 -c '
-import socket, struct, sys
+import os, socket, struct, sys
 port, cred, node = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
-s = socket.create_connection(("pmnode1", port), timeout=10)
+s = socket.create_connection((os.environ.get("PM_TESTBED_PREFIX", "pmnode") + "1", port), timeout=10)
 payload = struct.pack(">IiiiIH", 0, -1, node, 0, 0, len(cred)) + cred
 s.sendall(struct.pack(">HBBI", 0x504d, 1, 1, len(payload)) + payload)
 data = b""
@@ -193,7 +193,7 @@ print("closed without answer" if len(data) < 30 else
 	# A valid credential, but node 1 is connected already.
 	run hello "$ports" "$(munge -S "$sock" -n -s "$(hs "$job" 1)")" 1
 	[[ "$output" == "type=7 text=node 1 is already connected"* ]]
-	run bash -c "printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 /usr/bin/python3 -c 'import socket,sys; s=socket.create_connection((\"pmnode1\", $ports)); s.sendall(sys.stdin.buffer.read()); print(len(s.recv(100)))'"
+	run bash -c "printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 /usr/bin/python3 -c 'import socket,sys; s=socket.create_connection((\"${PM_NODE}1\", $ports)); s.sendall(sys.stdin.buffer.read()); print(len(s.recv(100)))'"
 	[ "$output" = 0 ]
 	grep -q "refused tree connection: from node 1: invalid munge credential" "$STATE/$job/0.0.log"
 	grep -q "bad magic" "$STATE/$job/0.0.log"
@@ -217,6 +217,6 @@ print("closed without answer" if len(data) < 30 else
 	wait $pid && st=0 || st=$?
 	cat "$W/out"
 	[ "$st" -ne 0 ]
-	grep -q "procmgr: lost node pmnode3" "$W/out"
+	grep -q "procmgr: lost node ${PM_NODE}3" "$W/out"
 	[ "$(count 'start .*gen=1')" -eq 0 ]
 }
