@@ -1,6 +1,6 @@
 /* Spares need the step and the job to outlive a node: Slurm kills a step,
  * and without --no-kill the whole job, when a node goes DOWN
- * (SLURM-NOTES.md, "Node loss"). Checked in srun before launch, where the
+ * (docs/slurm-notes.md, "Node loss"). Checked in srun before launch, where the
  * user can still add what is missing. */
 #include <fcntl.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cliargs.h"
 #include "client.h"
 #include "cmd.h"
 #include "evlog.h"
@@ -129,30 +130,16 @@ int pm_cmd_events(int argc, char **argv)
 	struct pm_target t;
 	struct pm_msg end;
 	char why[1024], off[32] = "0";
-	int i, follow = 0, rc;
+	int follow = 0, rc;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(USAGE, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			r.json = 1;
-		} else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
-			follow = 1;
-		} else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) {
-			state_dir = argv[++i];
-		} else if (argv[i][0] != '-' && !id) {
-			id = argv[i];
-		} else {
-			fprintf(stderr, "procmgr events: unexpected argument '%.64s'\n%s", argv[i],
-				USAGE);
-			return 2;
-		}
-	}
-	if (!id) {
-		fprintf(stderr, "procmgr events: which step? JOBID[.STEP] is needed\n%s", USAGE);
-		return 2;
-	}
+	const struct pm_cli_opt opts[] = { { "--json", NULL, &r.json, NULL, NULL },
+					   { "--follow", "-f", &follow, NULL, NULL },
+					   { "--state-dir", NULL, NULL, &state_dir, NULL },
+					   { NULL } };
+
+	rc = pm_cli_args("events", argc, argv, opts, &id, true, USAGE);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (pm_client_parse_id(id, &job, &step, &has_step, why, sizeof(why))) {
 		fprintf(stderr, "procmgr events: %s\n", why);
 		return 2;

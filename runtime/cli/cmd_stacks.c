@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cliargs.h"
 #include "client.h"
 #include "cmd.h"
 #include "common/stacks.h"
@@ -162,32 +163,16 @@ int pm_cmd_stacks(int argc, char **argv)
 	struct pm_target t;
 	struct pm_msg end;
 	char why[1024];
-	int i, json = 0, rc = 1;
+	int i, json = 0, rc;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(USAGE, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--rank") && i + 1 < argc) {
-			list = argv[++i];
-			if (pm_ranks_check(list, why, sizeof(why))) {
-				fprintf(stderr, "procmgr stacks: --rank: %s\n", why);
-				return 2;
-			}
-		} else if (argv[i][0] != '-' && !id) {
-			id = argv[i];
-		} else {
-			fprintf(stderr, "procmgr stacks: unexpected argument '%.64s'\n%s", argv[i],
-				USAGE);
-			return 2;
-		}
-	}
-	if (!id) {
-		fprintf(stderr, "procmgr stacks: which step? JOBID[.STEP] is needed\n%s", USAGE);
-		return 2;
-	}
+	const struct pm_cli_opt opts[] = { { "--json", NULL, &json, NULL, NULL },
+					   { "--rank", NULL, NULL, &list, pm_ranks_check },
+					   { NULL } };
+
+	rc = pm_cli_args("stacks", argc, argv, opts, &id, true, USAGE);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	rc = 1;
 	if (pm_client_resolve("stacks", id, &t))
 		return 1;
 	/* Each node's tools are bounded (PM_STACKS_MS, 20 s); the tree adds little. */

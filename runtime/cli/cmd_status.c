@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cliargs.h"
 #include "client.h"
 #include "cmd.h"
 #include "common/status.h"
@@ -211,22 +212,13 @@ int pm_cmd_status(int argc, char **argv)
 {
 	const char *id = NULL;
 	char steps[8192], why[512], *w, *save = NULL;
-	int i, json = 0, rc = 0;
+	int json = 0, rc;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(USAGE, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (argv[i][0] != '-' && !id) {
-			id = argv[i];
-		} else {
-			fprintf(stderr, "procmgr status: unexpected argument '%.64s'\n%s", argv[i],
-				USAGE);
-			return 2;
-		}
-	}
+	const struct pm_cli_opt opts[] = { { "--json", NULL, &json, NULL, NULL }, { NULL } };
+
+	rc = pm_cli_args("status", argc, argv, opts, &id, false, USAGE);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (id)
 		return one(id, json);
 	if (pm_client_steps(steps, sizeof(steps), why, sizeof(why)) < 0) {

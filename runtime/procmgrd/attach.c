@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/tree.h"
+#include "io/tcp.h"
 
 /* Long enough for a loaded node's procmgrd to answer, short enough that a
  * silent candidate costs little: the peer timeout's third, at least 1 s. */
@@ -122,7 +123,7 @@ static void try_next(struct pm_step *s)
 	struct pm_attach *a = &s->attach;
 	struct sockaddr_storage ss, self;
 	socklen_t len, slen;
-	char err[256];
+	char err[256], warn[256];
 	int fd, c;
 
 	if (pm_gen_terminal(&s->gen)) {
@@ -150,18 +151,15 @@ static void try_next(struct pm_step *s)
 		pm_attach_failed(s, err);
 		return;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		pm_attach_failed(s, strerror(errno));
-		return;
-	}
-	if (bind(fd, (struct sockaddr *)&self, slen))
-		pm_log(s, "cannot bind to %s's address: %m", s->names[s->node]);
 	pm_timer_set(a->timer_w.fd, attach_ms(s), 0);
-	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
-		int e = errno;
-		close(fd);
-		pm_attach_failed(s, strerror(e));
+	/* The same options as the first link (main.c): TCP_NODELAY, and the
+	 * peer timeout as TCP_USER_TIMEOUT. */
+	fd = pm_tcp_connect((struct sockaddr *)&ss, len, (struct sockaddr *)&self, slen,
+			    s->peer_timeout_ms, warn, sizeof(warn), err, sizeof(err));
+	if (warn[0])
+		pm_log(s, "%s: %s", s->names[s->node], warn);
+	if (fd < 0) {
+		pm_attach_failed(s, err);
 		return;
 	}
 	a->fd = fd;

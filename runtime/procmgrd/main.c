@@ -26,6 +26,7 @@
 #include "guard.h"
 #include "io/rundir.h"
 #include "io/sys.h"
+#include "io/tcp.h"
 #include "query.h"
 #include "step.h"
 #include "common/tree.h"
@@ -119,18 +120,13 @@ static void raise_nofile(struct pm_step *s)
 
 /* ---- listening sockets ---- */
 
-/* Unacknowledged data fails the connection after the peer timeout, as
- * the heartbeat would: a dropped node is not left to TCP's minutes. */
+/* The tree's links all carry the same options (io/tcp.c). */
 static void user_timeout(struct daemon *d, int fd)
 {
-	unsigned ms = d->step.peer_timeout_ms;
+	char warn[256];
 
-	if (ms && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)))
-		pm_log(&d->step, "TCP_USER_TIMEOUT: %m");
-	/* Frames are small and each is a whole message: Nagle would hold one
-	 * behind the last until its ACK (a delayed ACK: up to 40 ms a hop). */
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int)))
-		pm_log(&d->step, "TCP_NODELAY: %m");
+	if (pm_tcp_tune(fd, d->step.peer_timeout_ms, warn, sizeof(warn)))
+		pm_log(&d->step, "%s", warn);
 }
 
 /* Both listeners: rank supervisors on the unix socket, children on the
@@ -259,24 +255,20 @@ static void on_connected(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 
 static void try_connect(struct daemon *d)
 {
-	int fd = socket(d->parent_addr.ss_family,
-			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	char warn[256], err[256];
+	int fd = pm_tcp_connect((struct sockaddr *)&d->parent_addr, d->parent_addrlen,
+				(struct sockaddr *)&d->self_addr, d->self_addrlen,
+				d->step.peer_timeout_ms, warn, sizeof(warn), err, sizeof(err));
 
+	if (warn[0])
+		pm_log(&d->step, "%s: %s", d->step.names[d->step.node], warn);
 	if (fd < 0) {
 		connect_failed(d, errno);
 		return;
 	}
-	user_timeout(d, fd);
-	/* From this node's own address, as its name says: the link is then
-	 * this node's to the parent's, whatever the routing table prefers. */
-	if (d->self_addrlen && bind(fd, (struct sockaddr *)&d->self_addr, d->self_addrlen))
-		pm_log(&d->step, "cannot bind to %s's address: %m", d->step.names[d->step.node]);
-	if (connect(fd, (struct sockaddr *)&d->parent_addr, d->parent_addrlen) == 0 ||
-	    errno == EINPROGRESS) {
-		d->connect_w = (struct pm_watch){ .fd = fd, .fn = on_connected, .arg = d };
-		if (pm_loop_add(&d->loop, &d->connect_w, EPOLLOUT) == 0)
-			return;
-	}
+	d->connect_w = (struct pm_watch){ .fd = fd, .fn = on_connected, .arg = d };
+	if (pm_loop_add(&d->loop, &d->connect_w, EPOLLOUT) == 0)
+		return;
 	close(fd);
 	connect_failed(d, errno);
 }

@@ -153,7 +153,7 @@ step() { # srun options... -- run the worker on 4 nodes, 8 ranks
 # credential and prints what the port answers.
 hello() { # port credential node
 	/usr/bin/python3 -c '
-import socket, struct, sys
+import os, socket, struct, sys
 port, cred, node = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
 s = socket.create_connection((sys.argv[4], port), timeout=10)
 payload = struct.pack(">IiiiIH", 0, -1, node, 0, 0, len(cred)) + cred

@@ -1,0 +1,156 @@
+#include "rank_exec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/contract.h"
+#include "common/wire.h"
+
+void pm_rank_exec_kill_strays(void)
+{
+	char path[300], buf[4096];
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		int fd;
+		ssize_t n;
+		char *p, *save = NULL;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		for (p = strtok_r(buf, " \n", &save); p; p = strtok_r(NULL, " \n", &save))
+			kill((pid_t)atoi(p), SIGKILL);
+	}
+	closedir(dir);
+}
+
+/* In the child, between fork and exec. */
+static void child_env(struct pm_rank_exec *x, const struct pm_rank_who *who)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%u", who->gen);
+	setenv(PM_ENV_RESTART_COUNT, v, 1);
+	setenv(PM_ENV_TE_RESTART_COUNT, v, 1);
+	if (who->group >= 0) {
+		snprintf(v, sizeof(v), "%d", who->grank);
+		setenv(PM_ENV_RANK, v, 1);
+		setenv(PM_ENV_ROLE_RANK, v, 1);
+		snprintf(v, sizeof(v), "%d", who->group);
+		setenv(PM_ENV_GROUP_RANK, v, 1);
+		if (who->master && who->master[0])
+			setenv(PM_ENV_MASTER_ADDR, who->master, 1);
+	}
+	if (x->error_file[0])
+		setenv(PM_ENV_TE_ERROR_FILE, x->error_file, 1);
+}
+
+pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec)
+{
+	int ep[2], e;
+	ssize_t n;
+	pid_t pid, parent = getpid();
+
+	*noexec = false;
+	if (x->heartbeat)
+		unlink(x->heartbeat); /* judged after its first heartbeat, or FIRST */
+	/* An error is the generation's own: the last one's file goes. */
+	if (x->error_file[0])
+		unlink(x->error_file);
+	x->error_file[0] = '\0';
+	if (x->error_base && pm_path_error_file_gen(x->error_file, sizeof(x->error_file),
+						    x->error_base, who->gen) == 0)
+		unlink(x->error_file);
+	/* In the ranks' output and per-task files, where a generation begins. */
+	if (who->gen > 0)
+		fprintf(stderr, "procmgr: rank %d: generation %u starts\n", who->grank, who->gen);
+	/* Closed by a successful exec; an errno comes back through it if exec
+	 * fails, which tells "cannot run" from a command exiting 127. */
+	if (pipe2(ep, O_CLOEXEC)) {
+		fprintf(stderr, "procmgr: rank %d: pipe: %s\n", who->grank, strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "procmgr: rank %d: fork: %s\n", who->grank, strerror(errno));
+		close(ep[0]);
+		close(ep[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* Never outlive the supervisor (procmgrd kills the group too). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(137);
+		setpgid(0, 0);
+		/* procmgrd takes the command's stacks (procmgr stacks, a hang):
+		 * under Yama's ptrace_scope 1 only a declared tracer may. */
+		{
+			struct ucred cr;
+			socklen_t cl = sizeof(cr);
+			if (x->link_fd >= 0 &&
+			    !getsockopt(x->link_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
+				prctl(PR_SET_PTRACER, (unsigned long)cr.pid);
+		}
+		sigprocmask(SIG_SETMASK, &x->orig_mask, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		child_env(x, who);
+		if (x->err_fd >= 0 && dup2(x->err_fd, STDERR_FILENO) < 0)
+			_exit(126);
+		close(ep[0]);
+		execvp(x->argv[0], x->argv);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
+		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", who->grank,
+			x->argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	setpgid(pid, pid); /* both sides: no race with the first kill */
+	close(ep[1]);
+	while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	*noexec = n == (ssize_t)sizeof(e);
+	close(ep[0]);
+	return pid;
+}
+
+void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, char *text,
+			  size_t len)
+{
+	char json[65536], msgtext[1024], trace[PM_WIRE_TEXT_MAX], lines[PM_TAIL_BYTES];
+	ssize_t n = -1;
+	int fd = -1;
+
+	text[0] = '\0';
+	if (error_file[0])
+		fd = open(error_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		n = read(fd, json, sizeof(json));
+		close(fd);
+	}
+	if (n > 0 && pm_errfile_parse(json, (size_t)n, msgtext, sizeof(msgtext), trace,
+				      sizeof(trace)) == 0 && msgtext[0]) {
+		pm_err_compose(msgtext, trace, text, len);
+		return;
+	}
+	pm_tail_lines(tail, PM_TAIL_LINES, lines, sizeof(lines));
+	pm_err_from_tail(lines, text, len);
+}

@@ -1,0 +1,43 @@
+/* What procmgr-rank does as a process: run the user's command for a
+ * generation (its environment, its process group, its tracer), end what
+ * it left behind, and read why it failed. */
+#ifndef PM_RANK_EXEC_H
+#define PM_RANK_EXEC_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/errinfo.h"
+
+struct pm_rank_exec {
+	char **argv;
+	sigset_t orig_mask;     /* what the command gets, as slurmstepd gave us */
+	int link_fd;            /* procmgrd's socket: its pid may trace; -1 */
+	int err_fd;             /* the command's stderr; -1: ours */
+	const char *heartbeat;  /* removed at each start; NULL: none */
+	const char *error_base; /* TORCHELASTIC_ERROR_FILE as the plugin set it */
+	char error_file[PATH_MAX]; /* the generation's own, "" if none */
+};
+
+struct pm_rank_who {
+	uint32_t gen;
+	int grank;
+	int group; /* >= 0: spares, the slot's rank and group are set */
+	const char *master;
+};
+
+/* Forks and execs; the pid, or -1 (said on stderr). noexec: exec failed. */
+pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec);
+/* Descendants that left the process group come back to us (we are their
+ * subreaper) once their parent is gone: none may outlive the generation. */
+void pm_rank_exec_kill_strays(void);
+/* Why the command failed: torch's error file, or else its stderr's last
+ * lines; "" if neither says anything. */
+void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, char *text,
+			  size_t len);
+
+#endif
