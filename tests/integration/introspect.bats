@@ -185,10 +185,11 @@ PY
 	as_user mkfifo "$STATE/$job/fifo"
 	as_user mkdir -p "$STATE/$job/a/b"
 	touch -d '2 hours ago' "$STATE/.$job.ended"
-	run as_user srun -N1 -n1 --procmgr true
+	run as_user srun -N1 -n1 --procmgr printenv SLURM_JOB_ID
 	[ "$status" -eq 0 ]
-	job2=$(last_job)
-	[ "$job2" != "$job" ]
+	# Its own id (the state dir's newest entry races the epilog's removal).
+	job2=$(grep -x '[0-9][0-9]*' <<<"$output" | tail -n 1)
+	[ -n "$job2" ] && [ "$job2" != "$job" ]
 	wait_until 20 test ! -e "$STATE/$job"
 	[ ! -e "$STATE/.$job.ended" ]
 	[ -f "$W/precious" ]
