@@ -5,8 +5,15 @@
 #include <slurm/slurm.h>
 
 #include "plugin.h"
+#include "slurm_compat.h"
 
 SPANK_PLUGIN(procmgr, 1);
+
+#if PM_SPANK_INIT_FAILURE_MODE
+/* A failed init is the job's failure, never the node's: on a bad option or
+ * plugstack.conf line, 25.05's default would drain every node it ran on. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 struct pm_plugin pm_g;
 
