@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "common/mpi.h"
 
 /* The job script's policy (exported by the batch step, or by salloc) is the
  * layer between the site's defaults and this command's flags. */
@@ -48,6 +49,12 @@ int pm_local_post_opt(spank_t sp)
 	if (!pm_g.resolved.enabled) {
 		unsetenv(PM_ENV_STEP_REQ);
 		return 0;
+	}
+	/* srun has resolved --mpi (or MpiDefault) into its own environment
+	 * before this callback. */
+	if (pm_mpi_check(&pm_g.resolved, getenv("SLURM_MPI_TYPE"), err, sizeof(err))) {
+		pm_err("%s", err);
+		return -1;
 	}
 	/* Every field, so that slurmstepd need not know the layers. */
 	pm_g.resolved.set = ~0u;
