@@ -30,4 +30,9 @@ typedef hostlist_t pm_hostlist_t;
 #define PM_SPANK_INIT_FAILURE_MODE 0
 #endif
 
+/* spank_prepend_task_argv (23.11+) is not used: it gives what writing the
+ * task's argv[0] gives (slurmstepd execs procmgr-rank, which finds the
+ * command on PATH itself, after TaskProlog either way), but would hand
+ * procmgr-rank the command in a second form on some releases only. */
+
 #endif
