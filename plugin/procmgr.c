@@ -119,7 +119,11 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	return spank_context() == S_CTX_LOCAL ? pm_local_init(sp) : 0;
+	if (spank_context() != S_CTX_LOCAL)
+		return 0;
+	if (pm_local_mpi())
+		return -1;
+	return pm_local_init(sp);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
