@@ -1,6 +1,7 @@
 #include "drain.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "health/health.h"
 #include "plugin.h"
+#include "slurm_compat.h"
 
 #define PM_DRAIN_PREFIX "procmgr: "
 
@@ -43,7 +45,7 @@ int pm_drain_node(const char *node, const char *reason, char *err, size_t errlen
 	 * scontrol does, rather than leave slurmctld to guess. */
 	msg.reason_uid = (uint32_t)getuid();
 	if (slurm_update_node(&msg) != SLURM_SUCCESS) {
-		int e = slurm_get_errno();
+		int e = errno;
 		snprintf(err, errlen, "cannot drain node %s: %s", node, slurm_strerror(e));
 		return -1;
 	}
@@ -54,7 +56,7 @@ int pm_drain_node(const char *node, const char *reason, char *err, size_t errlen
  * slurm_hostlist_* come from the Slurm library slurmstepd has loaded. */
 static void this_node_name(const struct pm_node *n, char *buf, size_t len)
 {
-	hostlist_t hl = slurm_hostlist_create(n->nodelist);
+	pm_hostlist_t hl = slurm_hostlist_create(n->nodelist);
 	char *h = NULL;
 	uint32_t i;
 

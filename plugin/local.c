@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "common/mpi.h"
 
 /* The job script's policy (exported by the batch step, or by salloc) is the
  * layer between the site's defaults and this command's flags. */
@@ -16,6 +17,23 @@ static int job_layer(struct pm_opts *job, char *err, size_t errlen)
 	if (!s || !*s)
 		return 0;
 	return pm_opts_parse_str(job, s, PM_ENV_JOB_OPTS, err, errlen);
+}
+
+/* srun resolves --mpi (or MpiDefault) into SLURM_MPI_TYPE in its own
+ * environment: before init_post_opt up to 23.x, after it since 24.x, so
+ * this runs in both init_post_opt and local_user_init (still before any
+ * task starts). */
+int pm_local_mpi(void)
+{
+	char err[PM_ERRLEN];
+
+	if (spank_context() != S_CTX_LOCAL || !pm_g.resolved.enabled)
+		return 0;
+	if (pm_mpi_check(&pm_g.resolved, getenv("SLURM_MPI_TYPE"), err, sizeof(err))) {
+		pm_err("%s", err);
+		return -1;
+	}
+	return 0;
 }
 
 int pm_local_post_opt(spank_t sp)
@@ -49,6 +67,8 @@ int pm_local_post_opt(spank_t sp)
 		unsetenv(PM_ENV_STEP_REQ);
 		return 0;
 	}
+	if (pm_local_mpi())
+		return -1;
 	/* Every field, so that slurmstepd need not know the layers. */
 	pm_g.resolved.set = ~0u;
 	if (pm_opts_format(&pm_g.resolved, buf, sizeof(buf))) {

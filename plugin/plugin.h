@@ -59,6 +59,7 @@ void pm_node_free(struct pm_node *n);
 int pm_slurmd_init(int ac, char **av);
 int pm_local_init(spank_t sp);
 int pm_local_post_opt(spank_t sp);
+int pm_local_mpi(void);
 int pm_remote_post_opt(spank_t sp);
 int pm_remote_user_init(spank_t sp);
 int pm_remote_task_init(spank_t sp);

@@ -6,8 +6,15 @@
 
 #include "jobend.h"
 #include "plugin.h"
+#include "slurm_compat.h"
 
 SPANK_PLUGIN(procmgr, 1);
+
+#if PM_SPANK_INIT_FAILURE_MODE
+/* A failed init is the job's failure, never the node's: on a bad option or
+ * plugstack.conf line, 25.05's default would drain every node it ran on. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 struct pm_plugin pm_g;
 
@@ -113,7 +120,11 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	return spank_context() == S_CTX_LOCAL ? pm_local_init(sp) : 0;
+	if (spank_context() != S_CTX_LOCAL)
+		return 0;
+	if (pm_local_mpi())
+		return -1;
+	return pm_local_init(sp);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_cluster.h"
 #include "cmd.h"
 #include "plugstack.h"
 #include "common/contract.h"
@@ -31,6 +32,15 @@ static int need_exec(const struct pm_plugline *l, const char *what, const char *
 	return 1;
 }
 
+static const char *so_path(const struct pm_plugline *l, char *so, size_t len)
+{
+	if (l->path[0] == '/')
+		snprintf(so, len, "%s", l->path);
+	else
+		snprintf(so, len, "%s/%s", PM_SLURMPLUGINDIR, l->path);
+	return so;
+}
+
 /* The plugin Slurm would load, and the programs it would start. */
 static int check_files(const struct pm_plugline *l, const struct pm_site *s)
 {
@@ -38,10 +48,7 @@ static int check_files(const struct pm_plugline *l, const struct pm_site *s)
 	const char *slash = strrchr(s->runtime, '/');
 	int bad = 0;
 
-	if (l->path[0] == '/')
-		snprintf(so, sizeof(so), "%s", l->path);
-	else
-		snprintf(so, sizeof(so), "%s/%s", PM_SLURMPLUGINDIR, l->path);
+	so_path(l, so, sizeof(so));
 	if (access(so, R_OK)) {
 		fprintf(stderr, "%s:%u: plugin %s: %s%s\n", l->file, l->line, so, strerror(errno),
 			l->required ? " (required: every srun and sbatch would fail)" : "");
@@ -59,7 +66,7 @@ static int one_line(const struct pm_plugline *l, void *arg)
 {
 	struct check *c = arg;
 	struct pm_site site;
-	char err[PM_ERRLEN], where[4096];
+	char err[PM_ERRLEN], where[4096], so[4096];
 
 	if (strcmp(base(l->path), PLUGIN_FILE))
 		return 0; /* another plugin's line: its arguments are not ours to judge */
@@ -75,6 +82,8 @@ static int one_line(const struct pm_plugline *l, void *arg)
 		return 1;
 	}
 	if (check_files(l, &site))
+		return 1;
+	if (pm_check_cluster(where, so_path(l, so, sizeof(so)), &site))
 		return 1;
 	printf("%s: %s %s, %d argument%s: ok\n", where, l->required ? "required" : "optional",
 	       l->path, l->argc, l->argc == 1 ? "" : "s");

@@ -18,6 +18,16 @@ python_step() {
 	job=$(last_job)
 }
 
+# gdb's py-bt (python3-dbg) reads the frames of Python up to 3.12; with
+# Debian 13's 3.13 it prints "(unable to read python frame information)",
+# so a Python rank's stack names no function there. Says so on the TAP
+# output when it is the case.
+py_frames_readable() {
+	/usr/bin/python3 -c 'import sys; sys.exit(sys.version_info >= (3, 13))' && return 0
+	echo "# $BATS_TEST_DESCRIPTION: Python frames not checked: gdb's py-bt cannot read Python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')'s frames" >&3
+	return 1
+}
+
 # The step ends (srun returns) within the deadline; its exit status in $rc.
 step_ends() {
 	local deadline=$((SECONDS + $1))
@@ -84,6 +94,8 @@ PY
 	run as_user "$PROCMGR" stacks "$job"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "step $job.0: stacks of 8 ranks, "* ]]
+	if py_frames_readable; then
 	[[ "${lines[0]}" == "step $job.0: stacks of 8 ranks, 2 distinct" ]]
 	[[ "$output" == *"== ranks 0-2,4-7 (7) in work =="* ]]
 	[[ "$output" == *"== rank 3 (1) in spin =="* ]]
@@ -97,6 +109,7 @@ assert d["ranks"] == 2
 g = {x["top"]: x["ranks"] for x in d["groups"]}
 assert g == {"spin": [3], "work": [5]}, g
 PY
+	fi
 	run "$PROCMGR" stacks "$job" --rank 3-1
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"bad rank list '3-1' (allowed: ranks and ranges such as 0-3,7)"* ]]
@@ -209,6 +222,9 @@ PY
 	echo "$output"
 	[ "$status" -eq 1 ]
 	job=$(last_job)
+	[[ "$output" == *"procmgr: stacks at the hang of generation 0: 4 ranks, "*" (kept in state_dir/$job/0.hang.RANK.stack on each node)"* ]]
+	[[ "$(events "$job" 0)" == *'"event":"hang","gen":0,"rank":3'* ]]
+	py_frames_readable || return 0
 	[[ "$output" == *"procmgr: stacks at the hang of generation 0: 4 ranks, 2 distinct (kept in state_dir/$job/0.hang.RANK.stack on each node)"* ]]
 	[[ "$output" == *"procmgr:   ranks 0-2 in work"* ]]
 	[[ "$output" == *"procmgr:   rank 3 in spin"* ]]

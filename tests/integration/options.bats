@@ -141,3 +141,23 @@ conf_with_plugstack() {
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "none none" ]
 }
+
+# Slurm's PMIx/PMI2 server serves one launch per step: a restarted rank's
+# MPI_Init would fail, so srun refuses the combination before any job exists.
+@test "restarts with --mpi=pmi2 (or SLURM_MPI_TYPE) are refused before launch, saying why; MPI without restarts runs" {
+	# 22.05 refuses before a job exists, 24.11 (which resolves --mpi after
+	# the options' callback) before the step launches: no task ever runs.
+	run srun -N1 -n1 --mpi=pmi2 --procmgr-restart=on-failure:2 touch "$W/ran"
+	[ "$status" -ne 0 ] || { echo "accepted: $output"; return 1; }
+	[[ "$output" == *"--mpi=pmi2"*"one launch per step"*"--procmgr-restart=never"* ]] ||
+		{ echo "$output"; return 1; }
+	SLURM_MPI_TYPE=pmi2 run srun -N1 -n1 --procmgr-restart=always:1 touch "$W/ran"
+	[ "$status" -ne 0 ] || { echo "accepted with SLURM_MPI_TYPE: $output"; return 1; }
+	[[ "$output" == *"--mpi=pmi2"* ]] || { echo "$output"; return 1; }
+	[ ! -e "$W/ran" ] || { echo "a task ran"; return 1; }
+	# Supervision without restarts, and restarts without Slurm's MPI server.
+	run srun -N1 -n1 --mpi=pmi2 --procmgr-restart=never printenv PMI_FD
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	run srun -N1 -n1 --mpi=none --procmgr-restart=on-failure:2 true
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+}

@@ -20,4 +20,7 @@ load helpers
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *": required "*"procmgr.so"*": ok"* ]]
+	# Asked of the running cluster: slurmctld's and every node's release.
+	[[ "$output" == *"the plugin is built for Slurm "*"; slurmctld runs "* ]]
+	[[ "$output" == *": $(cat "$PM_TESTBED_DIR/nodes") nodes run the plugin's Slurm release"* ]]
 }
