@@ -141,28 +141,39 @@ supervisor_of() { ps -o ppid= -p "$(worker_pid "$1")" | tr -d ' '; }
 	grep -q '"event":"hang"' <<<"$output"
 }
 
-@test "when several ranks hang, the one with the oldest heartbeat is blamed and the others follow it" {
+# Every rank hangs at once: their last heartbeats lie within what the
+# heartbeats resolve, so the oldest is no evidence (issue: the wrong rank was
+# named in 2 of 3 runs). Blame needs a lead of at least the resolution;
+# below it the stacks' outlier is named, or nobody (the same stack here).
+@test "when several ranks hang at once, a rank is blamed only on evidence: a heartbeat lead over the resolution, else the stacks' outlier, else nobody" {
 	run timeout 60 srun -N4 -n8 --procmgr-restart=on-failure:1 --procmgr-hang-timeout=1 \
 		--procmgr-verbose --export=ALL,HANG_RANK=all,TERM_DELAY=0.5 "$WORKER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	line=$(grep "procmgr: generation 0: rank [0-9]* on ${P}[0-9] hung" <<<"$output")
+	line=$(grep "procmgr: generation 0: .* hung.*; restarting all 8 ranks" <<<"$output")
 	events "$(last_job)" 0 >"$W/events"
 	cat "$W/events"
-	# The blamed rank is the one whose last heartbeat, as its supervisor
-	# reported it, is the oldest of all those judged hung.
 	/usr/bin/python3 - "$line" "$W/events" <<-'PY'
 	import json, re, sys
+	line = sys.argv[1]
 	ev = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
 	hung = [e for e in ev if e["event"] == "rank_failed" and e.get("hung")]
-	blame = [e for e in ev if e["event"] == "hang"]
-	assert len(blame) == 1, blame
-	oldest = min(e["last_heartbeat_ms"] for e in hung)
-	blamed = [e for e in hung if e["rank"] == blame[0]["rank"]]
-	# Ties (same millisecond) may go either way; never a younger one.
-	assert blamed and blamed[0]["last_heartbeat_ms"] == oldest, (blame, hung)
-	assert blame[0]["nfollowers"] == len(hung) - 1, (blame, hung)
-	assert re.search(r"rank %d on %s hung" % (blamed[0]["rank"], blamed[0]["node"]), sys.argv[1])
+	hang = [e for e in ev if e["event"] == "hang"]
+	assert len(hang) == 1, hang
+	h = hang[0]
+	assert h["nfollowers"] == len(hung) - 1 == 7, (h, hung)
+	beats = sorted(e["last_heartbeat_ms"] for e in hung)
+	assert h["lead_ms"] == beats[1] - beats[0], (h, beats)
+	if h["lead_ms"] >= h["resolution_ms"]:
+	    # A real lead: the oldest heartbeat is blamed and named.
+	    oldest = [e for e in hung if e["last_heartbeat_ms"] == beats[0]][0]
+	    assert h["blame"] == "heartbeat" and h["blamed"] == oldest["rank"], (h, hung)
+	    assert re.search(r"rank %d on %s hung" % (oldest["rank"], oldest["node"]), line), line
+	else:
+	    # Every rank waits in the same place: no outlier either.
+	    assert h["blame"] == "none" and h["blamed"] == -1, h
+	    assert "inconclusive, no evidence points at one rank" in line, line
+	    assert "less than heartbeats resolve (%d ms)" % h["resolution_ms"] in line, line
 	PY
 }
 

@@ -57,12 +57,14 @@ freeze_or_kill() {
 revive() {
 	local i pid
 	nft delete table inet "$DROP_TABLE" 2>/dev/null || true
-	for pid in $(for s in $(tb stepds); do tree_of "$s"; done) $(our_procs); do
+	# What this test signalled (the record), and this testbed's steps.
+	for pid in $(awk '{ print $1 }' "$W/hit" 2>/dev/null) \
+		$(for s in $(tb stepds); do tree_of "$s"; done) $(our_procs); do
 		kill -CONT "$pid" 2>/dev/null || true
 	done
 	for ((i = 0; i < N; i++)); do
 		pid=$(slurmd_of $i 2>/dev/null) || true
-		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [ "$(ps -o stat= -p "$pid")" = T ]; then
+		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [[ "$(ps -o stat= -p "$pid")" == T* ]]; then
 			kill -CONT "$pid" 2>/dev/null || true
 			kill -9 "$pid" 2>/dev/null || true
 			slurmd -N "$PM_TESTBED_PREFIX$((i + 1))" -f "$SLURM_CONF"
