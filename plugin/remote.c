@@ -160,9 +160,11 @@ int pm_remote_task_exit(spank_t sp)
 	if (!active || n->pid <= 0)
 		return 0;
 	if (++n->tasks_exited >= n->ntasks_local) {
-		/* Reaped in the exit hook: waiting here would hold the tasks'
-		 * exit messages to srun. */
-		pm_spawn_signal(n);
+		/* Stopped and reaped here, not in the exit hook: proctrack's
+		 * sweep SIGKILLs procmgrd between the two, and a root killed
+		 * there never tells a node that joins late how the step ended
+		 * (it waited out its connect timeout: health.bats). */
+		pm_spawn_stop(n);
 		/* Now, before Slurm sweeps the step's processes away. */
 		pm_drain_maybe(n);
 	}
