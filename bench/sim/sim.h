@@ -1,8 +1,8 @@
 /* The protocol simulation's world: N nodes, each the real state machine
  * (runtime/procmgrd/gen.h) with a simulated clock, CPU and network, and
  * their rank supervisors. ops.c is the one file that speaks the state
- * machine's API; sim.c holds the models and the scenarios, sim_main.c the command line
- * and the report. */
+ * machine's API; sim.c holds the models and the scenarios, sim_main.c
+ * the command line and the report. */
 #ifndef SIM_H
 #define SIM_H
 
