@@ -62,8 +62,8 @@ struct tnode *node_up(int id, int nnodes, int fanout, int ntasks_local,
 
 	memset(t, 0, sizeof(*t));
 	for (i = 0; i < nnodes; i++) {
-		t->names[i] = malloc(16);
-		snprintf(t->names[i], 16, "127.0.0.%d", i + 1);
+		t->names[i] = malloc(32);
+		snprintf(t->names[i], 32, "127.0.0.%d", i + 1);
 	}
 	s->loop = &loop;
 	s->job = JOB;
