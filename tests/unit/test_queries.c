@@ -116,6 +116,8 @@ static void test_who_may_ask(void **state)
 	has(last(&p)->text, "invalid munge credential");
 	/* The step goes on. */
 	assert_false(pm_gen_terminal(&nodes[0].s.gen));
+	peer_free(&r0);
+	peer_free(&r1);
 }
 
 static void test_status_through_the_tree(void **state)
@@ -144,6 +146,8 @@ static void test_status_through_the_tree(void **state)
 		assert_true(pm_pump(&loop, peer_closed, &p, 5000));
 	}
 	peer_free(&p);
+	peer_free(&r0);
+	peer_free(&r1);
 }
 
 /* A child that is not there yet is said absent, and the answer still
