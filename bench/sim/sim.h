@@ -1,7 +1,8 @@
 /* The protocol simulation's world: N nodes, each the real state machine
  * (runtime/procmgrd/gen.h) with a simulated clock, CPU and network, and
  * their rank supervisors. ops.c is the one file that speaks the state
- * machine's API; sim.c holds the models, the scenarios and the report. */
+ * machine's API; sim.c holds the models and the scenarios, sim_main.c
+ * the command line and the report. */
 #ifndef SIM_H
 #define SIM_H
 
@@ -91,6 +92,25 @@ struct sim {
 	struct sim_count c_root, c_interior;
 	uint64_t events;
 };
+
+/* What the run observed; times in ns (sim.c records, sim_main.c reports). */
+struct sim_obs {
+	int ngen;
+	uint64_t *t_fail, *ev_failed, *ev_stopped, *ev_start, *first_start, *last_start;
+	uint64_t *last_stop;
+	int *started;
+	uint64_t ev_launch, ev_lost, ev_end, t_fault, last_end, last_spawn;
+	uint64_t ev_replaced, ev_root_moved, t_recovered;
+	int gen_recovered, world;
+	int ended;
+	const char *end_event;
+	bool counting;
+};
+
+/* ---- sim.c: the world's run ---- */
+struct sim_obs *sim_obs(void);
+/* Start every node, then handle events until none is left. */
+void sim_run(struct sim *s);
 
 /* ---- ops.c: the adapter to the state machine ---- */
 int sim_node_init(struct sim *s, int node);
