@@ -4,9 +4,12 @@ after a step's root moved away from node 0, it holds node 0's control port
 (the command asks node 0 first) and serves each request it gets:
 
 - the first one is relayed to the real root (HOST), whose answer comes
-  back with every rank 'failed' and every node named FORGED;
-- every later one is only kept (DIR/cred.N, for a replay) and answered
-  with a node named FORGED, or for stop with "stopping every rank (FORGED)".
+  back with every rank 'failed' and every node named FORGED (or, if the
+  root refused it, with a node named FORGED of its own);
+- the second is only kept (DIR/cred.2, for a replay), not even decoded,
+  and answered with a node named FORGED;
+- any later one likewise, or for stop with "stopping every rank (FORGED)".
+Every credential goes to DIR/cred.N, the log to DIR/imp.log.
 
 Each answer starts with a WELCOME carrying the impostor's own munge
 credential for the request's nonce and target (copied from the request,
@@ -64,6 +67,19 @@ def relay(raw):
     return frames
 
 
+def decode(cred):
+    # After the real root decoded it, munged says "replayed" (one munged for
+    # every node of the testbed) but still gives the payload.
+    return subprocess.run(["unmunge", "-S", sock_path, "-m", "/dev/null"], input=cred,
+                          capture_output=True).stdout.decode()
+
+
+def forge(job, step, to, nonce):
+    proof = "procmgr-root v1 job=%s step=%s to=%s nonce=%s" % (job, step, to, nonce)
+    return frame(WELCOME, subprocess.run(["munge", "-S", sock_path, "-n", "-s", proof],
+                                         capture_output=True).stdout.strip())
+
+
 def serve(conn, n):
     f = read_frame(conn)
     if f is None or f[0] != CLIENT:
@@ -71,31 +87,34 @@ def serve(conn, n):
     cred = f[6]
     with open(os.path.join(out, "cred.%d" % n), "wb") as w:
         w.write(cred)
-    payload = subprocess.run(["unmunge", "-S", sock_path, "-m", "/dev/null"], input=cred,
-                             capture_output=True).stdout.decode()
+    if n == 2:
+        # Kept for a replay: not decoded here, where the testbed's one
+        # munged would remember it. A status answer of its own.
+        log.write("request 2: kept\n")
+        conn.sendall(forge(0, 0, "x:1", "0" * 32) +
+                     frame(ANSWER, b"node id=0 name=FORGED phase=running gen=7 ranks=0 health=ok\n") +
+                     frame(ANSWER_END, count=1))
+        return
+    frames = relay(f[7]) if n == 1 else []
+    payload = decode(cred)
     log.write("request %d: %s\n" % (n, payload))
     m = re.match(r"procmgr-client v\d (\w+) job=(\d+) step=(\d+)(?: to=(\S+) nonce=(\S+))?", payload)
     if not m:
         return
     kind, job, step, to, nonce = m.groups()
-    reply = b""
-    if nonce:
-        proof = "procmgr-root v1 job=%s step=%s to=%s nonce=%s" % (job, step, to, nonce)
-        mine = subprocess.run(["munge", "-S", sock_path, "-n", "-s", proof],
-                              capture_output=True).stdout.strip()
-        reply += frame(WELCOME, mine)
-    if n == 1:
-        for t, gen, rank, node, status, count, text, raw in relay(f[7]):
-            if t == ANSWER:
-                text = text.replace(b"state=running", b"state=failed")
-                text = re.sub(rb"name=\S+", b"name=FORGED", text)
-                reply += frame(ANSWER, text, gen, status, count, node, rank)
-            elif t == ANSWER_END:
-                reply += frame(ANSWER_END, text, gen, status, count, node, rank)
-    elif kind == "stop":
+    reply = forge(job, step, to, nonce) if nonce else b""
+    for t, gen, rank, node, status, count, text, raw in frames:
+        if t == ANSWER:
+            text = text.replace(b"state=running", b"state=failed")
+            text = re.sub(rb"name=\S+", b"name=FORGED", text)
+            reply += frame(ANSWER, text, gen, status, count, node, rank)
+        elif t == ANSWER_END:
+            reply += frame(ANSWER_END, text, gen, status, count, node, rank)
+    answered = any(f[0] == ANSWER_END for f in frames)
+    if not answered and kind == "stop":
         reply += frame(ANSWER_END, b"procmgr: step %s.%s: stopping every rank (FORGED)" %
                        (job.encode(), step.encode()))
-    else:
+    elif not answered:
         reply += frame(ANSWER, b"node id=0 name=FORGED phase=running gen=7 ranks=0 health=ok\n")
         reply += frame(ANSWER_END, count=1)
     conn.sendall(reply)
