@@ -437,7 +437,7 @@ void pm_query_event_written(struct pm_step *s, const char *name)
 }
 
 /* Who may ask: the job's user and root, proven by a munge credential
- * that names this very request. */
+ * that names this very request, sent to this very node and port, once. */
 static int admit(struct pm_step *s, const struct pm_msg *m, struct pm_request *r, uid_t *uid,
 		 char *err, size_t len)
 {
@@ -491,14 +491,14 @@ static int admit(struct pm_step *s, const struct pm_msg *m, struct pm_request *r
 static int prove(struct pm_step *s, struct pm_conn *c, const struct pm_request *r, char *err,
 		 size_t len)
 {
-	char payload[PM_REQ_MAX], why[256], *cred = NULL;
+	char payload[PM_REQ_MAX], why[256] = "the request's target or nonce cannot be said";
+	char *cred = NULL;
 	struct pm_msg m;
 
 	if (pm_request_proof(r, payload, sizeof(payload)) ||
 	    pm_auth_encode(s->munge_socket, payload, &cred, why, sizeof(why))) {
 		snprintf(err, len, "procmgr: step %u.%u's procmgrd cannot prove itself: %s", s->job,
-			 s->stepid, cred ? "" : why);
-		free(cred);
+			 s->stepid, why);
 		return -1;
 	}
 	pm_msg_init(&m, PM_MSG_WELCOME);
