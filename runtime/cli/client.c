@@ -9,10 +9,13 @@
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clientauth.h"
+#include "common/handshake.h"
 #include "common/hostlist.h"
 #include "common/contract.h"
 #include "io/auth.h"
@@ -110,7 +113,7 @@ static void munge_socket(char *out, size_t len)
 
 int pm_client_target(unsigned job, unsigned step, struct pm_target *t, char *why, size_t len)
 {
-	char cmd[128], buf[16384], nodes[8192], ports[64], state[32];
+	char cmd[128], buf[16384], nodes[8192], ports[64], state[32], user[128], *p, *e;
 	unsigned first, count;
 	char **names = NULL;
 	int n;
@@ -127,6 +130,17 @@ int pm_client_target(unsigned job, unsigned step, struct pm_target *t, char *why
 	}
 	if (field(buf, "State", state, sizeof(state)) == 0 && strcmp(state, "RUNNING")) {
 		snprintf(why, len, "step %u.%u is %s, not running", job, step, state);
+		return -1;
+	}
+	/* UserId=UID, or NAME(UID) in other releases: whose credential proves
+	 * the root. */
+	if (field(buf, "UserId", user, sizeof(user)))
+		user[0] = '\0';
+	p = strchr(user, '(') ? strchr(user, '(') + 1 : user;
+	errno = 0;
+	t->uid = (unsigned)strtoul(p, &e, 10);
+	if (errno || e == p || (*e && *e != ')')) {
+		snprintf(why, len, "cannot read step %u.%u's user (UserId) from scontrol", job, step);
 		return -1;
 	}
 	if (field(buf, "NodeList", nodes, sizeof(nodes)) ||
@@ -239,21 +253,50 @@ static int send_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The WELCOME that must come before any answer: the root's credential,
+ * of the job's user or root, binding our request; 0, or -1 with why. */
+static int check_proof(const struct pm_target *t, const struct pm_request *r,
+		       const struct pm_msg *m, char *why, size_t len)
+{
+	char payload[PM_REQ_MAX], err[256];
+	uid_t uid;
+
+	if (m->type != PM_MSG_WELCOME)
+		snprintf(err, sizeof(err), "it answered (%s) before proving itself",
+			 pm_msg_name(m->type));
+	else if (pm_auth_decode_uid(t->munge_socket[0] ? t->munge_socket : NULL, m->text, &uid,
+				    payload, sizeof(payload), err, sizeof(err)) == 0 &&
+		 pm_clientauth_proof(r, (uid_t)t->uid, uid, payload, err, sizeof(err)) == 0)
+		return 0;
+	snprintf(why, len, "the process on %s:%u could not prove it is step %u.%u's procmgrd: "
+		 "%s (its answer is not shown)", t->root, t->port, t->job, t->step, err);
+	return -1;
+}
+
 /* One node asked; *next set when another node should be asked instead
- * (this one is unreachable, or not the root). */
+ * (this one is unreachable, not the root, or not the step's procmgrd). */
 static int ask_one(const struct pm_target *t, enum pm_query_kind kind, const char *args,
 		   unsigned timeout_ms, pm_answer_fn fn, void *arg, struct pm_msg *end,
-		   char *why, size_t len, bool *next)
+		   char *why, size_t len, bool *next, bool *unproven)
 {
-	struct pm_request r = { .kind = kind, .job = t->job, .step = t->step };
+	struct pm_request r = { .kind = kind, .job = t->job, .step = t->step, .port = t->port };
 	char payload[PM_REQ_MAX], err[256], *cred = NULL;
-	uint8_t *buf = NULL, frame[PM_WIRE_FRAME_MAX];
+	uint8_t *buf = NULL, frame[PM_WIRE_FRAME_MAX], rnd[16];
 	size_t have = 0, cap = 4 * PM_WIRE_FRAME_MAX;
 	unsigned long long deadline = now_ms() + timeout_ms;
 	struct pm_msg *m = NULL;
+	bool proven = false;
 	int fd, n, rc = -1;
 
+	*next = false;
 	snprintf(r.args, sizeof(r.args), "%s", args && *args ? args : "-");
+	snprintf(r.host, sizeof(r.host), "%s", t->root);
+	/* A fresh nonce per request: the root's proof must answer this one. */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		snprintf(why, len, "cannot make a nonce: %s", strerror(errno));
+		return -1;
+	}
+	pm_hs_nonce_hex(rnd, r.nonce);
 	if (pm_request_format(&r, payload, sizeof(payload))) {
 		snprintf(why, len, "arguments too long or not allowed: '%.64s'", r.args);
 		return -1;
@@ -286,10 +329,21 @@ static int ask_one(const struct pm_target *t, enum pm_query_kind kind, const cha
 		while ((n = pm_msg_decode(buf, have, m, &derr)) > 0) {
 			memmove(buf, buf + n, have - (size_t)n);
 			have -= (size_t)n;
+			if (m->type == PM_MSG_PING)
+				continue;
+			/* A refusal needs no proof: it shows nothing of the step. */
 			if (m->type == PM_MSG_REFUSED) {
 				snprintf(why, len, "%s", m->text);
 				*next = strstr(m->text, "is not the step's root") != NULL;
 				goto out;
+			}
+			if (!proven) {
+				if (check_proof(t, &r, m, why, len)) {
+					*next = *unproven = true;
+					goto out;
+				}
+				proven = true;
+				continue;
 			}
 			if (m->type == PM_MSG_ANSWER_END) {
 				*end = *m;
@@ -340,8 +394,8 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 		  char *why, size_t len)
 {
 	struct pm_target one = *t;
-	char first[512] = "";
-	bool next = false;
+	char first[512] = "", impostor[512] = "";
+	bool next = false, unproven = false;
 	int i, rc = -1;
 
 	unsigned long long deadline = now_ms() + timeout_ms;
@@ -350,7 +404,8 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 	for (i = 0; i < (t->ncand ? t->ncand : 1); i++) {
 		if (t->ncand)
 			snprintf(one.root, sizeof(one.root), "%s", t->cand[i]);
-		rc = ask_one(&one, kind, args, timeout_ms, fn, arg, end, why, len, &next);
+		unproven = false;
+		rc = ask_one(&one, kind, args, timeout_ms, fn, arg, end, why, len, &next, &unproven);
 		/* Busy (too many connections or requests there at the moment,
 		 * maybe another user's flood): asked again, within the bound. */
 		while (rc < 0 && !strncmp(why, "busy:", 5)) {
@@ -365,15 +420,24 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 			poll(NULL, 0, (int)wait);
 			wait = wait * 2 > 1000 ? 1000 : wait * 2;
 			rc = ask_one(&one, kind, args, (unsigned)(deadline - now_ms()), fn, arg, end,
-				     why, len, &next);
+				     why, len, &next, &unproven);
 		}
 		if (!i)
 			snprintf(first, sizeof(first), "%s", why);
+		/* Whoever holds a port of the step without proving itself (the
+		 * root moved away from it) is said, and the real root is
+		 * looked for on the next nodes. */
+		if (unproven && !impostor[0])
+			snprintf(impostor, sizeof(impostor), "%s", why);
 		if (rc >= 0 || !next)
-			return rc;
+			break;
 	}
-	/* Nobody answered as the root: what node 0 said is the news. */
-	snprintf(why, len, "%s", first);
+	if (rc < 0 && next)
+		/* Nobody answered as the root: what node 0 said is the news,
+		 * unless a node's port held something else. */
+		snprintf(why, len, "%s", impostor[0] ? impostor : first);
+	else if (impostor[0])
+		fprintf(stderr, "procmgr: warning: %s\n", impostor);
 	return rc;
 }
 

@@ -20,6 +20,7 @@ struct pm_target {
 	char cand[PM_CLIENT_CANDIDATES][256];
 	int ncand;
 	unsigned port;    /* its control port */
+	unsigned uid;     /* the job's user: the root proves itself as that user (or root) */
 	int nnodes;
 	char munge_socket[1024];
 };
@@ -37,8 +38,10 @@ int pm_client_steps(char *buf, size_t len, char *why, size_t wlen);
 /* Every ANSWER frame; return nonzero to stop reading. */
 typedef int (*pm_answer_fn)(void *arg, const struct pm_msg *m);
 /* Ask and read until the end: 0 and *end filled (its status 0 or not, its
- * text, its count), -1 with why (unreachable, refused, timed out), 1 with
- * why when the root closed the connection first (the step ended). */
+ * text, its count), -1 with why (unreachable, refused, timed out, or what
+ * answered could not prove it is the step's procmgrd), 1 with why when the
+ * root closed the connection first (the step ended). Nothing reaches fn
+ * before the root proved itself (common/clientauth.h). */
 int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char *args,
 		  unsigned timeout_ms, pm_answer_fn fn, void *arg, struct pm_msg *end,
 		  char *why, size_t len);

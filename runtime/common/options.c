@@ -34,6 +34,9 @@ const struct pm_optdesc pm_optdescs[] = {
 	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
 	  "(needs --no-kill on the job and the step)" },
 	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
+	{ "stack-timeout", "TIME",
+	  "At a hang, the bound on taking every rank's stack before the restart "
+	  "(default 10 s; a stack not taken says why)" PM_TIME_HELP },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 
@@ -44,6 +47,7 @@ void pm_opts_init(struct pm_opts *o)
 	o->restart_max = -1;
 	o->grace_ms = PM_DEFAULT_GRACE_MS;
 	o->restart_delay_ms = PM_DEFAULT_DELAY_MS;
+	o->stack_timeout_ms = PM_DEFAULT_STACK_TIMEOUT_MS;
 }
 
 int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -270,6 +274,12 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 			return bad(err, errlen, name, value,
 				   "a whole number of nodes from 0 to 100000, fewer than the step's nodes");
 		o->set |= PM_SET_SPARES;
+	} else if (!strcmp(name, "stack-timeout")) {
+		if (pm_duration_parse(value, &o->stack_timeout_ms) || o->stack_timeout_ms < 1000 ||
+		    o->stack_timeout_ms > PM_MAX_STACK_TIMEOUT_MS)
+			return bad(err, errlen, name, value,
+				   "a duration from 1 s to 600 s: " PM_DURATION_FORMS);
+		o->set |= PM_SET_STACK;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -375,6 +385,11 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 		if (put(buf, len, &off, "%sspares=%s%s", v, ""))
 			return -1;
 	}
+	if (o->set & PM_SET_STACK) {
+		pm_fmt_seconds(o->stack_timeout_ms, v, sizeof(v));
+		if (put(buf, len, &off, "%sstack-timeout=%s%s", v, ""))
+			return -1;
+	}
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
@@ -407,6 +422,8 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		dst->verbose = l->verbose;
 	if (l->set & PM_SET_SPARES)
 		dst->spares = l->spares;
+	if (l->set & PM_SET_STACK)
+		dst->stack_timeout_ms = l->stack_timeout_ms;
 	dst->set |= l->set;
 }
 

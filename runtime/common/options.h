@@ -39,6 +39,7 @@ enum {
 	PM_SET_HANG = 1u << 7,
 	PM_SET_VERBOSE = 1u << 8,
 	PM_SET_SPARES = 1u << 9,
+	PM_SET_STACK = 1u << 10,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -56,6 +57,7 @@ struct pm_opts {
 	unsigned hang_timeout_ms;    /* 0: no hang detection */
 	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
 	unsigned spares;             /* nodes of the step kept idle to replace lost ones */
+	unsigned stack_timeout_ms;   /* a hang's stack capture, per node (rank/rank_stack.h) */
 	bool verbose;
 };
 
@@ -83,6 +85,12 @@ struct pm_site {
 #define PM_DEFAULT_DELAY_MS 0
 #define PM_MAX_DELAY_MS 60000 /* cap of the exponential backoff */
 #define PM_DEFAULT_FANOUT 32
+/* At a hang every rank's stack is taken before anything is stopped, within
+ * this bound: the recovery waits for it. 4-8 debuggers on a busy node took
+ * longer than 10 s; a node runs at most 2-4 at once, so a site with slow
+ * nodes or many ranks per node raises it (default_stack_timeout). */
+#define PM_DEFAULT_STACK_TIMEOUT_MS 10000
+#define PM_MAX_STACK_TIMEOUT_MS 600000
 #define PM_MAX_SPARES 100000
 /* Every link (tree and supervisors) says something at least every third
  * of this; a peer silent for this long is lost. A few seconds: far below

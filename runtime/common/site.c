@@ -27,12 +27,16 @@ static int parse_path(struct pm_site *s, const struct site_key *k, const char *v
 	return 0;
 }
 
-/* Site defaults are parsed as the user's options are: same grammar. */
+/* Site defaults are parsed as the user's options are: same grammar
+ * (default_stack_timeout is --procmgr-stack-timeout's). */
 static int parse_default(struct pm_site *s, const struct site_key *k, const char *v)
 {
-	char why[PM_ERRLEN];
+	char why[PM_ERRLEN], name[64], *p;
 
-	return pm_opt_parse(&s->defaults, k->name + strlen("default_"), v, why, sizeof(why));
+	snprintf(name, sizeof(name), "%s", k->name + strlen("default_"));
+	for (p = name; (p = strchr(p, '_'));)
+		*p = '-';
+	return pm_opt_parse(&s->defaults, name, v, why, sizeof(why));
 }
 
 static int parse_max_restarts(struct pm_site *s, const struct site_key *k, const char *v)
@@ -159,6 +163,8 @@ static const struct site_key keys[] = {
 	PATH_KEY("metrics_dir", metrics_dir),
 	{ "job_dir_keep", parse_job_dir_keep,
 	  "0 (removed at the job's end) or a duration up to 7 d: " PM_DURATION_FORMS, 0 },
+	{ "default_stack_timeout", parse_default,
+	  "a duration from 1 s to 600 s: " PM_DURATION_FORMS, 0 },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

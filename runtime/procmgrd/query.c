@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clientauth.h"
 #include "common/status.h"
 #include "common/tree.h"
 #include "io/auth.h"
@@ -29,6 +30,7 @@ struct pm_queries {
 		unsigned long long off;
 	} *followers;
 	int nfollowers, followers_cap;
+	struct pm_nonces *nonces; /* the requests' nonces, against a replay */
 };
 
 const char *pm_query_rundir(const struct pm_step *s)
@@ -75,6 +77,7 @@ void pm_query_free(struct pm_step *s)
 		pm_conn_free(s->queries->clients[i]);
 	free(s->queries->clients);
 	free(s->queries->followers);
+	free(s->queries->nonces);
 	free(s->queries);
 	s->queries = NULL;
 }
@@ -434,7 +437,7 @@ void pm_query_event_written(struct pm_step *s, const char *name)
 }
 
 /* Who may ask: the job's user and root, proven by a munge credential
- * that names this very request. */
+ * that names this very request, sent to this very node and port, once. */
 static int admit(struct pm_step *s, const struct pm_msg *m, struct pm_request *r, uid_t *uid,
 		 char *err, size_t len)
 {
@@ -459,14 +462,49 @@ static int admit(struct pm_step *s, const struct pm_msg *m, struct pm_request *r
 		return -1;
 	}
 	if (pm_request_parse(payload, r)) {
-		snprintf(err, len, "not a procmgr request ('%.80s')", payload);
+		if (pm_request_is_v1(payload))
+			snprintf(err, len, "the procmgr command is older than this step's procmgrd "
+				 "(its request names no node and no nonce): use the procmgr "
+				 "installed with the plugin");
+		else
+			snprintf(err, len, "not a procmgr request ('%.80s')", payload);
 		return -1;
 	}
-	if (r->job != s->job || r->step != s->stepid) {
-		snprintf(err, len, "this is step %u.%u, not %u.%u", s->job, s->stepid, r->job,
-			 r->step);
+	/* A request signed for another node or port (whoever held it relays
+	 * it here), or for another step, is not answered. */
+	if (pm_clientauth_target(r, s->job, s->stepid, s->names[s->node], s->port, err, len))
+		return -1;
+	if (!s->queries->nonces && !(s->queries->nonces = calloc(1, sizeof(*s->queries->nonces)))) {
+		snprintf(err, len, "out of memory");
 		return -1;
 	}
+	if (pm_nonces_seen(s->queries->nonces, r->nonce, pm_now_ms())) {
+		snprintf(err, len, "a replayed request (its nonce %.32s was used already)", r->nonce);
+		return -1;
+	}
+	return 0;
+}
+
+/* Before any answer the root proves itself to the command: its own
+ * credential (the job's user's) binding the request's target and nonce,
+ * so that a process holding another port cannot pass for it. */
+static int prove(struct pm_step *s, struct pm_conn *c, const struct pm_request *r, char *err,
+		 size_t len)
+{
+	char payload[PM_REQ_MAX], why[256] = "the request's target or nonce cannot be said";
+	char *cred = NULL;
+	struct pm_msg m;
+
+	if (pm_request_proof(r, payload, sizeof(payload)) ||
+	    pm_auth_encode(s->munge_socket, payload, &cred, why, sizeof(why))) {
+		snprintf(err, len, "procmgr: step %u.%u's procmgrd cannot prove itself: %s", s->job,
+			 s->stepid, why);
+		return -1;
+	}
+	pm_msg_init(&m, PM_MSG_WELCOME);
+	pm_msg_set_text(&m, cred);
+	free(cred);
+	pm_step_send(s, c, &m);
 	return 0;
 }
 
@@ -514,6 +552,10 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 		pm_gate_refused(s, err);
 		snprintf(tmp, sizeof(tmp), "procmgr: %s", err);
 		snprintf(err, sizeof(err), "%.*s", (int)sizeof(err) - 1, tmp);
+		goto refuse;
+	}
+	if (prove(s, c, &r, err, sizeof(err))) {
+		pm_log(s, "%s", err);
 		goto refuse;
 	}
 	user_name(uid, who, sizeof(who));

@@ -8,6 +8,7 @@
  * the event log. */
 #include "step.h"
 #include "query.h"
+#include "gen_int.h"
 
 #include <fcntl.h>
 #include <libgen.h>
@@ -216,10 +217,8 @@ static void say(struct pm_step *s, const char *text)
  * last. */
 void pm_query_hang_report(struct pm_step *s)
 {
-	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
-	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int *group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int *members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	const char **texts = NULL;
+	int *ranks = NULL, *group = NULL, *members = NULL;
 	char out[PM_WIRE_TEXT_MAX], top[128], list[512], ex[2048], esc[PM_WIRE_TEXT_MAX];
 	char groups[2048], etop[256];
 	/* The blamed rank's stack, else (nobody blamed) the oldest beat's. */
@@ -228,7 +227,25 @@ void pm_query_hang_report(struct pm_step *s)
 			  : s->gen.hang.blamed_by == PM_BLAME_NONE ? "the oldest heartbeat, "
 			  "by less than heartbeats resolve" : "hung first";
 	size_t off = 0, goff = 0;
+	uint64_t last = last_kept_ms;
 
+	/* Every rank of the step has a line: one whose stack never came (its
+	 * node or supervisor lost, its command gone before any capture) says
+	 * so instead of being left out of the count. */
+	for (g = 0; g < pm_gen_world(&s->gen); g++) {
+		for (i = 0; i < nkept && kept[i].rank != g; i++)
+			;
+		if (i == nkept) {
+			snprintf(ex, sizeof(ex), PM_NO_STACK "rank %d: none came before the stop (its "
+				 "node or supervisor was lost, or its command ended first)\n", g);
+			keep(g, -1, ex);
+		}
+	}
+	last_kept_ms = last; /* the capture's end is the last real one's */
+	texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
+	ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
 	if (!texts || !ranks || !group || !members || !nkept)
 		goto out;
 	for (i = 0; i < nkept; i++) {

@@ -383,7 +383,7 @@ int pm_step_init(struct pm_step *s)
 	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
 			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
 	cf.stop_margin_ms = 1000;
-	cf.stack_ms = PM_HANG_STACK_MS;
+	cf.stack_ms = s->opts.stack_timeout_ms;
 	cf.beats = s->opts.hang_timeout_ms > 0;
 	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = s->gate_w.fd = -1;
 	pm_policy_from_opts(&cf.policy, &s->opts);

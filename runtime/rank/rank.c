@@ -42,8 +42,10 @@ struct rank {
 	int lrank;
 	const char *heartbeat;
 	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w;
-	/* On a hang: the command's stack, taken before it is stopped */
+	/* On a hang: the command's stack, taken before it is stopped, within
+	 * the step's stack-timeout */
 	struct pm_rank_stack stack;
+	unsigned stack_ms;
 };
 
 /* ---- the machine's effects ---- */
@@ -105,7 +107,7 @@ static int op_capture(void *ctx, pid_t pid)
 	snprintf(dir, sizeof(dir), "%s", r->heartbeat ? r->heartbeat : "");
 	if (!r->heartbeat || pm_path_hang_stack(path, sizeof(path), dirname(dir), r->lrank))
 		return -1;
-	if (pm_rank_stack_start(&r->stack, &r->loop, pid, path, PM_HANG_STACK_MS, captured, r,
+	if (pm_rank_stack_start(&r->stack, &r->loop, pid, path, r->stack_ms, captured, r,
 				why, sizeof(why))) {
 		fprintf(stderr, "procmgr: rank %d on %s: no stack at the hang: %s\n", r->m.grank,
 			r->cfg.node, why);
@@ -308,6 +310,7 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	if (s && pm_opts_parse_str(&o, s, PM_ENV_STEP_OPTS, err, errlen))
 		return -1;
 	r->cfg.grace_ms = o.grace_ms;
+	r->stack_ms = o.stack_timeout_ms;
 	r->cfg.hang_ms = o.hang_timeout_ms;
 	r->cfg.hang_first_ms = o.hang_first_ms;
 	r->heartbeat = r->cfg.hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;

@@ -202,5 +202,9 @@ fail:
 
 void pm_rank_stack_stop(struct pm_rank_stack *st)
 {
+	/* The command ended (or the supervisor leaves) before its stack was
+	 * in: said, so that the summary does not show a bare "no stack". */
+	if (st->running || st->waiting)
+		say_missing(st->out, "%s", "its command ended before the stack tool finished", 0);
 	end(st);
 }

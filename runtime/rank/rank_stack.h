@@ -12,11 +12,11 @@
 #include "io/loop.h"
 
 /* A debugger attaching to a Python process costs about a CPU second, and
- * 4-8 of them at once on a busy node all overran this bound together:
+ * 4-8 of them at once on a busy node all overran a fixed 10 s together:
  * a node runs at most PM_STACK_TOOLS_MAX (half its CPUs, 2 at least) at once, the
  * others wait their turn within the same bound, the hung rank (taken
- * first) ahead of them. */
-#define PM_HANG_STACK_MS 10000
+ * first) ahead of them. The bound is the step's stack-timeout
+ * (PM_DEFAULT_STACK_TIMEOUT_MS, the site's default_stack_timeout). */
 #define PM_STACK_TOOLS_MAX 4
 
 struct pm_rank_stack {

@@ -259,6 +259,50 @@ PY
 	grep -q '"event":"hang_stacks".*"capture_ms":[0-9]' <<<"$output"
 }
 
+# Issue 20 item 12: the capture's bound was a fixed 10 s; a site (or user)
+# with busy nodes sets it. A debugger that never finishes: every rank's
+# stack is missing within the step's bound, saying why.
+@test "a hang with --procmgr-stack-timeout=2 and a debugger that never finishes: every missing stack says the 2 s bound, the step goes on to its end" {
+	cp "$STUCK" "$W/stuck.py"
+	chmod 0644 "$W/stuck.py"
+	mkdir -p "$W/bin"
+	printf '#!/bin/sh\nexec sleep 600\n' >"$W/bin/gdb"
+	chmod 0755 "$W/bin" "$W/bin/gdb"
+	run as_user env PATH="$W/bin:/usr/bin:/bin" timeout 90 srun -N2 -n4 --procmgr \
+		--procmgr-hang-timeout=2 --procmgr-stack-timeout=2 --export=ALL,STUCK_RANK=3 \
+		/usr/bin/python3 "$W/stuck.py"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	job=$(last_job)
+	for r in 0 1 2 3; do
+		grep -Eq "procmgr:   no stack for rank $r: (.*did not finish within 2.0 s|waiting: no turn among this node's stack tools within 2.0 s)" <<<"$output"
+	done
+	! grep -q "within 10.0 s" <<<"$output"
+	run events "$job" 0
+	grep -q '"event":"hang_stacks".*"capture_ms":[0-9]' <<<"$output"
+}
+
+# A command that ends while its stack is being taken (here the debugger
+# kills it) said only "the stack tool wrote nothing" before; every rank of
+# the step has a line saying why its stack is missing.
+@test "a hang whose commands end during the capture: every rank's missing stack says why" {
+	cp "$STUCK" "$W/stuck.py"
+	chmod 0644 "$W/stuck.py"
+	mkdir -p "$W/bin"
+	# gdb -q -batch -nx -p PID ...: the target killed, then never finishing.
+	printf '#!/bin/sh\nkill -9 "$5"\nexec sleep 600\n' >"$W/bin/gdb"
+	chmod 0755 "$W/bin" "$W/bin/gdb"
+	run as_user env PATH="$W/bin:/usr/bin:/bin" timeout 90 srun -N2 -n4 --procmgr \
+		--procmgr-hang-timeout=2 --export=ALL,STUCK_RANK=3 /usr/bin/python3 "$W/stuck.py"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"procmgr: stacks at the hang of generation 0: 4 ranks, "* ]]
+	for r in 0 1 2 3; do
+		grep -Eq "procmgr:   no stack for rank $r: (its command ended before the stack tool finished|none came before the stop)" <<<"$output"
+	done
+	! grep -q "the stack tool wrote nothing" <<<"$output"
+}
+
 @test "procmgr status and help: bad input says what is allowed" {
 	run "$PROCMGR" status 12x
 	[ "$status" -eq 1 ]

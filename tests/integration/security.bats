@@ -190,3 +190,59 @@ plant() {
 	[[ "$output" == *"procmgr: the step's event log cannot be written (No space left on device): events from now on are lost (is state_dir full?)"* ]]
 	[ "$(grep -c "event log cannot be written" <<<"$output")" -eq 1 ]
 }
+
+# Issue 20 item 8: the procmgr command gave its signed request to whoever
+# listened on node 0's control port and showed what it said. Once the root
+# has moved (spares: node 0's procmgrd killed), nobody holds that port, and
+# another user (nobody) binds it: it relays the first request to the real
+# root and forges its answer, keeps the next ones and answers them itself.
+@test "an impostor on the old root's port after the root moved: the command shows nothing it says; its relayed and its kept credentials are refused by the real root" {
+	srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 --procmgr-restart=on-failure:3 \
+		--export=ALL,RUN=60 "$WORKER" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 3
+	job=$(last_job)
+	port=$(scontrol show step -o "$job.0" | grep -o 'ResvPorts=[0-9]*' | cut -d= -f2)
+	kill -9 "$(procmgrd_of "$job" 0)"
+	wait_until 40 bash -c "[ \$(grep -c '^start .* gen=1 ' '$PM_LOG') -ge 3 ]" || { cat "$W/out"; false; }
+	grep -q '"event":"root_moved"' "$STATE/$job/0.events.jsonl"
+	mkdir "$W/imp"
+	chmod 0777 "$W/imp"
+	runuser -u nobody -- /usr/bin/python3 "$top/tests/integration/impostor_cli.py" "$(tb addr 1)" \
+		"$port" "${P}2" "$PM_TESTBED_DIR/munge/munge.socket" "$W/imp" &
+	imp=$!
+	wait_until 20 grep -q listening "$W/imp/imp.log"
+	proof="the process on ${P}1:$port could not prove it is step $job.0's procmgrd: its credential is of uid 65534, neither the job's user (uid 0) nor root (its answer is not shown)"
+	signed="procmgr: the request was signed for ${P}1:$port, not for this node (${P}2:$port)"
+
+	# (a) Relayed to the real root and forged (every rank "failed", every
+	# node FORGED): not shown; the real root, asked next, answers.
+	run timeout 30 "$PROCMGR" status "$job"
+	echo "$output"; cat "$W/imp/imp.log"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *FORGED* ]] && [[ "$output" != *failed* ]]
+	[[ "$output" == *"procmgr: warning: $proof"* ]]
+	grep -q "^step $job.0: 3 ranks on 3 nodes: 3 running; generation 1" <<<"$output"
+	# The real root did not answer the relayed request.
+	grep -q "^root said 7: $signed" "$W/imp/imp.log"
+	! grep -q "^root said 2[34]" "$W/imp/imp.log"
+
+	# (b) A request kept by the impostor, replayed to the real root.
+	run timeout 30 "$PROCMGR" status "$job"
+	[ "$status" -eq 0 ] && [[ "$output" != *FORGED* ]]
+	[ -s "$W/imp/cred.2" ]
+	run runuser -u nobody -- /usr/bin/python3 "$top/tests/integration/impostor_cli.py" --send \
+		"${P}2" "$port" "$W/imp/cred.2"
+	echo "$output"
+	[[ "$output" == "7 $signed"* ]]
+
+	# A forged "stopping every rank" is not believed; the real root stops.
+	run timeout 30 "$PROCMGR" stop "$job"
+	echo "$output"
+	[ "$status" -eq 0 ] && [[ "$output" != *FORGED* ]]
+	[[ "$output" == *"procmgr: warning: $proof"* ]]
+	[[ "$output" == *"procmgr: step $job.0: stopping every rank"* ]]
+	grep -q "^request 3: procmgr-client v2 stop job=$job step=0 to=${P}1:$port nonce=" "$W/imp/imp.log"
+	wait "$pid" || true
+	[ "$(grep -c '"event":"stop_requested"' "$STATE/$job/0.events.jsonl")" -eq 1 ]
+}

@@ -106,6 +106,7 @@ static void test_init(void **state)
 	assert_string_equal(o.health, "");
 	assert_int_equal(o.health_interval_ms, 0);
 	assert_int_equal(o.hang_timeout_ms, 0);
+	assert_int_equal(o.stack_timeout_ms, PM_DEFAULT_STACK_TIMEOUT_MS);
 	assert_false(o.verbose);
 }
 
@@ -114,9 +115,10 @@ static void test_init(void **state)
 static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
-		"bind", "health", "health-interval", "hang-timeout", "spares", "verbose" };
+		"bind", "health", "health-interval", "hang-timeout", "spares", "verbose",
+		"stack-timeout" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", "1", NULL };
+		"gpu", "1", "1", "1", NULL, "1" };
 	size_t i;
 	(void)state;
 
@@ -234,6 +236,8 @@ static unsigned secs_field(const struct pm_opts *o, const char *name)
 		return o->grace_ms;
 	if (!strcmp(name, "health-interval"))
 		return o->health_interval_ms;
+	if (!strcmp(name, "stack-timeout"))
+		return o->stack_timeout_ms;
 	return o->hang_timeout_ms;
 }
 
@@ -338,6 +342,38 @@ static void test_hang_timeout(void **state)
 	secs_ok("hang-timeout", PM_SET_HANG, ok, sizeof(ok) / sizeof(ok[0]));
 	secs_bad("hang-timeout", "0 (off) or a duration from 0.1 s to 7 days", bad,
 		 sizeof(bad) / sizeof(bad[0]));
+}
+
+/* Issue 20 item 12: the bound on a hang's stack capture, the user's or the
+ * site's (default_stack_timeout); from 1 s (a debugger's attach) to 10 min. */
+static void test_stack_timeout(void **state)
+{
+	static const struct secs ok[] = {
+		{ "1", 1000 }, { "1.000", 1000 }, { "10", 10000 }, { "30s", 30000 },
+		{ "2:30", 150000 }, { "600", 600000 }, { "10m", 600000 },
+	};
+	static const char *const bad[] = { "0", "0.999", "0.5s", "600.001", "601", "11m",
+		"1-0" };
+	struct pm_opts o, back;
+	char buf[256];
+	(void)state;
+
+	secs_ok("stack-timeout", PM_SET_STACK, ok, sizeof(ok) / sizeof(ok[0]));
+	secs_bad("stack-timeout", "a duration from 1 s to 600 s", bad,
+		 sizeof(bad) / sizeof(bad[0]));
+	pm_opts_init(&o);
+	opt_ok(&o, "stack-timeout", "45");
+	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "procmgr stack-timeout=45");
+	pm_opts_init(&back);
+	assert_int_equal(pm_opts_parse_str(&back, buf, "T", err, sizeof(err)), 0);
+	assert_int_equal(back.stack_timeout_ms, 45000);
+	/* Not given: the default, and not in the text. */
+	pm_opts_init(&o);
+	opt_ok(&o, "", NULL);
+	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "procmgr");
+	assert_int_equal(o.stack_timeout_ms, 10000);
 }
 
 /* --procmgr-hang-timeout=S,FIRST: FIRST bounds the wait for the first
@@ -679,7 +715,7 @@ static void test_format(void **state)
 	o.enabled = true;
 	o.set = ~0u;
 	fmt_is(&o, "procmgr restart=never restart-delay=0 grace=10 bind=none "
-		   "health-interval=0 hang-timeout=0 spares=0");
+		   "health-interval=0 hang-timeout=0 spares=0 stack-timeout=10");
 
 	/* Too small a buffer: an error, within bounds. */
 	pm_opts_init(&o);
@@ -707,6 +743,7 @@ static void assert_opts_equal(const struct pm_opts *a, const struct pm_opts *b)
 	assert_string_equal(a->health, b->health);
 	assert_int_equal(a->health_interval_ms, b->health_interval_ms);
 	assert_int_equal(a->hang_timeout_ms, b->hang_timeout_ms);
+	assert_int_equal(a->stack_timeout_ms, b->stack_timeout_ms);
 	assert_int_equal(a->verbose, b->verbose);
 }
 
@@ -731,6 +768,8 @@ static void test_round_trip(void **state)
 		"procmgr health=gpu:4,mem:10G,disk:/scratch:1T,nic:ib0+ib1,script:/x/y=z",
 		"procmgr health-interval=604800",
 		"procmgr hang-timeout=0.1",
+		"procmgr stack-timeout=1",
+		"procmgr stack-timeout=600 verbose",
 		"procmgr verbose",
 		"procmgr restart=always:3 restart-delay=2.5 grace=30 bind=gpu,nic "
 		"health=gpu health-interval=1 hang-timeout=604800 verbose",
@@ -936,6 +975,11 @@ static void test_site_keys(void **state)
 	site_ok(&s, "default_grace=1:30");
 	assert_int_equal(s.defaults.grace_ms, 90000);
 
+	site_ok(&s, "default_stack_timeout=30");
+	assert_int_equal(s.defaults.stack_timeout_ms, 30000);
+	site_ok(&s, "default_stack_timeout=10m");
+	assert_int_equal(s.defaults.stack_timeout_ms, 600000);
+
 	site_ok(&s, "health=gpu:8,mem:1G,nic:ib0");
 	assert_string_equal(s.health, "gpu:8,mem:1G,nic:ib0");
 	site_ok(&s, "health=");
@@ -1068,6 +1112,9 @@ static void test_site_bad(void **state)
 		{ "fanout", "1025", "a whole number from 2 to 1024" },
 		{ "fanout", "-2", "a whole number from 2 to 1024" },
 		{ "fanout", "32x", "a whole number from 2 to 1024" },
+		{ "default_stack_timeout", "0", "a duration from 1 s to 600 s" },
+		{ "default_stack_timeout", "601", "a duration from 1 s to 600 s" },
+		{ "default_stack_timeout", "", "a duration from 1 s to 600 s" },
 	};
 	char *toolong = malloc(PATH_MAX + 1);
 	char *listlong = repeat("gpu", ',', 257);
@@ -1565,6 +1612,7 @@ int main(void)
 		cmocka_unit_test(test_grace),
 		cmocka_unit_test(test_health_interval),
 		cmocka_unit_test(test_hang_timeout),
+		cmocka_unit_test(test_stack_timeout),
 		cmocka_unit_test(test_hang_first),
 		cmocka_unit_test(test_site_peer_timeout),
 		cmocka_unit_test(test_site_connect_timeout),

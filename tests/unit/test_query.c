@@ -14,52 +14,132 @@
 #include "common/stacks.h"
 #include "common/status.h"
 
+static const char NONCE[] = "0123456789abcdef0123456789abcdef";
+
+static struct pm_request req(enum pm_query_kind kind, const char *args)
+{
+	struct pm_request r = { .kind = kind, .job = 12, .step = 0, .port = 20001 };
+
+	snprintf(r.args, sizeof(r.args), "%s", args);
+	snprintf(r.host, sizeof(r.host), "node-1.a_b");
+	snprintf(r.nonce, sizeof(r.nonce), "%s", NONCE);
+	return r;
+}
+
 static void test_request_round_trip(void **state)
 {
-	struct pm_request r = { .kind = PM_Q_STACKS, .job = 12, .step = 0 }, back;
+	struct pm_request r = req(PM_Q_STACKS, "0-3,7"), back;
 	char buf[PM_REQ_MAX];
 	(void)state;
 
-	snprintf(r.args, sizeof(r.args), "0-3,7");
 	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "procmgr-client v1 stacks job=12 step=0 args=0-3,7");
+	assert_string_equal(buf, "procmgr-client v2 stacks job=12 step=0 to=node-1.a_b:20001 "
+			    "nonce=0123456789abcdef0123456789abcdef args=0-3,7");
 	assert_int_equal(pm_request_parse(buf, &back), 0);
 	assert_int_equal(back.kind, PM_Q_STACKS);
 	assert_int_equal(back.job, 12);
 	assert_int_equal(back.step, 0);
 	assert_string_equal(back.args, "0-3,7");
+	assert_string_equal(back.host, "node-1.a_b");
+	assert_int_equal(back.port, 20001);
+	assert_string_equal(back.nonce, NONCE);
+	assert_int_equal(pm_request_proof(&back, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "procmgr-root v1 job=12 step=0 to=node-1.a_b:20001 "
+			    "nonce=0123456789abcdef0123456789abcdef");
+	/* A host of the longest length still fits. */
+	memset(r.host, 'h', PM_REQ_HOST_MAX - 1);
+	r.host[PM_REQ_HOST_MAX - 1] = '\0';
+	snprintf(r.args, sizeof(r.args), "%.*s", PM_REQ_ARGS_MAX - 1,
+		 "0123456789012345678901234567890123456789012345678901234567890123456789"
+		 "0123456789012345678901234567890123456789012345678901234567890123456789"
+		 "0123456789012345678901234567890123456789012345678901234567890123456789"
+		 "0123456789012345678901234567890123456789012345678901234567890123456789");
+	r.job = r.step = 4294967295u;
+	r.port = 65535;
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), 0);
+	assert_int_equal(pm_request_parse(buf, &back), 0);
 }
 
 static void test_request_strict(void **state)
 {
 	static const char *const bad[] = {
-		"", "procmgr-client v1 status job=1 step=0", /* no args */
-		"procmgr-client v1 status job=1 step=0 args=- x", /* trailing */
-		"procmgr-client v1 status job=01 step=0 args=-",
-		"procmgr-client v1 status job=+1 step=0 args=-",
-		"procmgr-client v1 status  job=1 step=0 args=-",
-		"procmgr-client v1 reboot job=1 step=0 args=-",
+		"", "procmgr-client v2 status job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef", /* no args */
+		"procmgr-client v2 status job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=- x", /* trailing */
+		"procmgr-client v2 status job=01 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=+1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status  job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 reboot job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		/* no target, no nonce: the old command's request */
+		"procmgr-client v1 status job=1 step=0 args=-",
 		"procmgr-client v2 status job=1 step=0 args=-",
+		"procmgr-client v2 status job=1 step=0 to=n1 "
+		"nonce=0123456789abcdef0123456789abcdef args=-", /* no port */
+		"procmgr-client v2 status job=1 step=0 to=n1:0 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=1 step=0 to=n1:65536 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=1 step=0 to=n1:02 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=1 step=0 to=:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=1 step=0 to=-n1:2 "
+		"nonce=0123456789abcdef0123456789abcdef args=-",
+		"procmgr-client v2 status job=1 step=0 to=n1:2 "
+		"nonce=0123456789ABCDEF0123456789abcdef args=-", /* uppercase */
+		"procmgr-client v2 status job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcde args=-", /* short */
+		"procmgr-client v2 status job=1 step=0 to=n1:2 "
+		"nonce=0123456789abcdef0123456789abcdefa args=-", /* long */
 		"procmgr-tree v2 hello job=1 step=0 from=1 to=0 nonce=00",
 	};
-	struct pm_request r = { .kind = PM_Q_STATUS };
+	struct pm_request r = req(PM_Q_STATUS, "-");
 	char buf[PM_REQ_MAX];
 	size_t i;
 	(void)state;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		print_message("%s\n", bad[i]);
 		assert_int_equal(pm_request_parse(bad[i], &r), -1);
-	assert_int_equal(pm_request_parse("procmgr-client v1 stop job=4294967295 step=3 args=-",
-					  &r), 0);
+	}
+	assert_true(pm_request_is_v1("procmgr-client v1 status job=1 step=0 args=-"));
+	assert_false(pm_request_is_v1("procmgr-client v2 status job=1 step=0 args=-"));
+	assert_int_equal(pm_request_parse("procmgr-client v2 stop job=4294967295 step=3 "
+					  "to=n1:2 nonce=0123456789abcdef0123456789abcdef "
+					  "args=-", &r), 0);
 	assert_int_equal(r.kind, PM_Q_STOP);
 	/* Arguments with a space or nothing cannot be said. */
-	snprintf(r.args, sizeof(r.args), "a b");
+	r = req(PM_Q_STATUS, "a b");
 	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
 	r.args[0] = '\0';
 	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
-	r.kind = PM_Q_MAX;
-	snprintf(r.args, sizeof(r.args), "-");
+	r = req(PM_Q_MAX, "-");
 	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	/* Nor a host with a space or a colon, a port out of range, a bad nonce. */
+	r = req(PM_Q_STATUS, "-");
+	snprintf(r.host, sizeof(r.host), "n 1");
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	assert_int_equal(pm_request_proof(&r, buf, sizeof(buf)), -1);
+	snprintf(r.host, sizeof(r.host), "n:1");
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	r = req(PM_Q_STATUS, "-");
+	r.port = 0;
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	r.port = 65536;
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	r = req(PM_Q_STATUS, "-");
+	r.nonce[5] = 'g';
+	assert_int_equal(pm_request_format(&r, buf, sizeof(buf)), -1);
+	assert_int_equal(pm_request_proof(&r, buf, sizeof(buf)), -1);
+	/* A buffer too small. */
+	r = req(PM_Q_STATUS, "-");
+	assert_int_equal(pm_request_format(&r, buf, 20), -1);
+	assert_int_equal(pm_request_proof(&r, buf, 20), -1);
 }
 
 static void test_kinds(void **state)
