@@ -267,6 +267,18 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 }
 
+/* procmgr's lines for srun (a restart and why, the step's end): also in
+ * the rank's stderr file, which outlives srun. */
+static void say(struct rank *r, const char *text)
+{
+	fprintf(stderr, "%s\n", text);
+	fflush(stderr);
+	if (r->pump.file_fd >= 0) {
+		(void)!write(r->pump.file_fd, text, strlen(text));
+		(void)!write(r->pump.file_fd, "\n", 1);
+	}
+}
+
 static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 {
 	struct rank *r = c->w.arg;
@@ -288,13 +300,13 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 	case PM_MSG_ABORT:
 		/* The failing rank, or rank 0 for a step-wide reason, says why. */
 		if (m->text_len && (m->rank == r->m.grank || (m->rank < 0 && r->m.grank == 0)))
-			fprintf(stderr, "%s\n", m->text);
+			say(r, m->text);
 		/* srun's per-task lines then name the task that failed. */
 		e.type = PM_RE_FINISH;
 		e.status = (m->count & PM_FLAG_BLAME) && m->rank != r->m.grank ? 0 : m->status;
 		break;
 	case PM_MSG_PRINT:
-		fprintf(stderr, "%s\n", m->text);
+		say(r, m->text);
 		return;
 	default:
 		return;

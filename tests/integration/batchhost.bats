@@ -110,6 +110,8 @@ teardown() {
 	# srun had the same lines.
 	[[ "$output" == *"out rank=2 gen=1 i=3"* ]]
 	[[ "$output" == *"err rank=2 gen=1 i=3"* ]]
+	# procmgr's own lines for srun (the restart and why) are in a file too.
+	cat "$W"/out/rank.*.err | grep -q "rank 1 on $P.* exited with code 7.*; restarting all 4 ranks"
 	[ ! -s "$W/victim" ]
 	[[ "$output" == *"rank.3.out"*"symbolic link: refused"* ]]
 	grep -qx "err rank=3 gen=1 i=3" "$W/out/rank.3.err"
