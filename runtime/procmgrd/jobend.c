@@ -65,7 +65,7 @@ static void result_text(struct pm_step *s, char *buf, size_t len)
 		 "srun=%s\n"
 		 "root=%s\n"
 		 "time=%s\n",
-		 s->job, s->stepid, ok ? "succeeded" : s->got_term ? "cancelled" : "failed",
+		 s->job, s->stepid, ok ? "succeeded" : s->cancelled ? "cancelled" : "failed",
 		 ok ? 0 : m->status ? m->status : 1, s->gen.gen, s->gen.restarts,
 		 ok ? "every rank succeeded" : m->text_len ? m->text : "(none)", srun,
 		 s->names[s->node], when);

@@ -117,6 +117,7 @@ struct pm_step {
 	 * and whether the root declared it lost. */
 	int srun_node_id;
 	bool srun_lost;
+	bool cancelled; /* Slurm's SIGTERM came before the step's end */
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA

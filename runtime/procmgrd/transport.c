@@ -360,6 +360,7 @@ void pm_step_terminate(struct pm_step *s)
 {
 	s->got_term = true;
 	if (!pm_gen_terminal(&s->gen)) {
+		s->cancelled = true;
 		/* Slurm ends the step before procmgr did: scancel, a time limit.
 		 * Said up the tree, so that nobody reports a lost node. */
 		pm_gen_cancel(&s->gen, "procmgrd got SIGTERM from slurmstepd");

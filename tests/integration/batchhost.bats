@@ -123,6 +123,19 @@ teardown() {
 	grep -q "^srun=not on a node of the step" "$W/out/result.$job.0"
 }
 
+@test "batchhost: a failed step's result says so, with the exit code and why" {
+	rank_script
+	run as_user env LINES_N=1 FAIL_RANK=1 timeout 60 srun -N2 -n2 --procmgr-output-dir="$W/out" \
+		"$W/rank.sh"
+	echo "$output"
+	[ "$status" -eq 7 ]
+	job=$(last_job)
+	cat "$W/out/result.$job.0"
+	grep -qx "result=failed" "$W/out/result.$job.0"
+	grep -qx "exit_code=7" "$W/out/result.$job.0"
+	grep -q "^message=procmgr: .*rank 1 on $P.* exited with code 7" "$W/out/result.$job.0"
+}
+
 @test "batchhost: a crash of the batch host keeps the ranks' output, the step ends, the job ends with its result" {
 	rank_script
 	cat >"$W/job.sh" <<EOF
