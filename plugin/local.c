@@ -3,9 +3,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 #include "common/mpi.h"
+#include "io/outdir.h"
+
+/* --procmgr-output-dir here, as the user, before anything starts: made if
+ * missing (on this node; each node makes its own), a directory of the
+ * user's that they can write. */
+static int check_output_dir(const char *dir)
+{
+	char err[PM_ERRLEN];
+	int fd;
+
+	if (!dir[0])
+		return 0;
+	fd = pm_outdir_open(dir, err, sizeof(err));
+	if (fd < 0) {
+		pm_err("--procmgr-output-dir=%s: %s", dir, err);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
 
 /* The job script's policy (exported by the batch step, or by salloc) is the
  * layer between the site's defaults and this command's flags. */
@@ -53,6 +74,8 @@ int pm_local_post_opt(spank_t sp)
 		return -1;
 	}
 
+	if (check_output_dir(allocator ? pm_g.flags.output_dir : pm_g.resolved.output_dir))
+		return -1;
 	if (allocator) {
 		/* salloc's shell inherits this; a batch script gets it from the
 		 * batch step (Slurm drops spank options before its sruns). */
@@ -75,6 +98,12 @@ int pm_local_post_opt(spank_t sp)
 		pm_err("options too long to pass to the step");
 		return -1;
 	}
+	/* Where srun runs, if on a node (a batch script's srun: the batch
+	 * host): a root that finds that node lost knows srun is gone. */
+	if (getenv("SLURMD_NODENAME") && *getenv("SLURMD_NODENAME"))
+		setenv(PM_ENV_SRUN_NODE, getenv("SLURMD_NODENAME"), 1);
+	else
+		unsetenv(PM_ENV_SRUN_NODE);
 	if (setenv(PM_ENV_STEP_REQ, buf, 1)) {
 		pm_err("setenv %s: %m", PM_ENV_STEP_REQ);
 		return -1;

@@ -147,6 +147,10 @@ int pm_node_prepare(spank_t sp, struct pm_node *n, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	/* Only a name: anything else is refused, never passed on. */
+	if (spank_getenv(sp, PM_ENV_SRUN_NODE, n->srun_node, sizeof(n->srun_node)) !=
+		    ESPANK_SUCCESS || strpbrk(n->srun_node, " \t\n/"))
+		n->srun_node[0] = '\0';
 	if (pick_ports(sp, n)) {
 		snprintf(err, errlen, "no port for the control tree: the site needs "
 			 "MpiParams=ports=LO-HI in slurm.conf or ports=LO-HI on procmgr's "

@@ -39,6 +39,7 @@ struct pm_node {
 	char report[PATH_MAX]; /* procmgrd's account of a failed check */
 	char munge_socket[PATH_MAX];
 	char shim[PATH_MAX];   /* procmgr-rank */
+	char srun_node[256];   /* PM_ENV_SRUN_NODE, "" if srun is not on a node */
 	struct pm_bind_plan *plan;
 	char step_gpus[1024]; /* set when Slurm renumbers the task's GPUs */
 	pid_t pid;            /* procmgrd */

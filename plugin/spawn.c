@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
+
 #include "common/checkspec.h"
 #include "io/rundir.h"
 #include "io/safefile.h"
@@ -117,13 +119,43 @@ static void redirect(const char *log)
 /* buf holds procmgrd's argument strings: allocated before the fork, as
  * nothing that may take a lock (malloc) is safe in the child of a threaded
  * slurmstepd. */
+extern slurm_conf_t slurm_conf __attribute__((weak));
+
+/* procmgrd's environment, for the scancel of a root whose srun was lost
+ * (jobend.c): Slurm's bin beside slurmstepd's sbin, and slurmstepd's
+ * slurm.conf. Nothing of the user's. */
+static void slurm_env(char *path, size_t plen, char *conf, size_t clen, char **envp)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	snprintf(path, plen, "PATH=/usr/bin:/bin");
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash && slash > exe) {
+			*slash = '\0';
+			slash = strrchr(exe, '/');
+			if (slash && !strcmp(slash, "/sbin") && slash > exe &&
+			    strcmp(exe, "/usr/sbin") && strcmp(exe, "/sbin"))
+				snprintf(path, plen, "PATH=%.*s/bin:/usr/bin:/bin",
+					 (int)(slash - exe), exe);
+		}
+	}
+	if (&slurm_conf && slurm_conf.slurm_conf && slurm_conf.slurm_conf[0] == '/' &&
+	    snprintf(conf, clen, "SLURM_CONF=%s", slurm_conf.slurm_conf) < (int)clen)
+		envp[1] = conf;
+}
+
 static void __attribute__((noreturn))
 exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, char *buf,
 	      size_t buflen)
 {
 	char log[PATH_MAX], events[PATH_MAX], err[PM_ERRLEN];
 	char *argv[PM_DAEMON_ARGV_MAX];
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	char path_env[PATH_MAX + 64], conf_env[PATH_MAX + 16];
+	char *envp[] = { path_env, NULL, NULL };
 	struct pm_daemon_args a;
 	char list_arg[32];
 	sigset_t none;
@@ -139,6 +171,7 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 		child_fails(ready_fd, "state_dir %.400s is too long for the step's files",
 			    pm_g.site.state_dir);
 	redirect(log);
+	slurm_env(path_env, sizeof(path_env), conf_env, sizeof(conf_env), envp);
 
 	pm_daemon_args_init(&a);
 	a.job = n->job;
@@ -175,6 +208,7 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	a.peer_timeout_ms = pm_g.site.peer_timeout_ms;
 	a.metrics_dir = pm_g.site.metrics_dir[0] ? pm_g.site.metrics_dir : NULL;
 	a.connect_timeout_ms = pm_g.site.connect_timeout_ms;
+	a.srun_node = n->srun_node[0] ? n->srun_node : NULL;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  buflen, err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);

@@ -251,6 +251,7 @@ static const struct flag flags[] = {
 	{ "peer-timeout", UINT, F(peer_timeout_ms), 0, 3600000, false },
 	{ "metrics-dir", STR, F(metrics_dir), 0, PATH_MAX - 1, false },
 	{ "connect-timeout", UINT, F(connect_timeout_ms), 1000, 3600000, false },
+	{ "srun-node", STR, F(srun_node), 0, 255, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 

@@ -24,6 +24,9 @@
 /* srun to slurmstepd: the same text, under a name Slurm propagates even
  * with --export=NONE or VARS (it always passes SLURM_* variables on). */
 #define PM_ENV_STEP_REQ "SLURM_PROCMGR_STEP_OPTIONS"
+/* srun's node (SLURMD_NODENAME where srun runs, if it runs on a node): set
+ * by srun, read by slurmstepd (SLURM_*: Slurm passes it on). */
+#define PM_ENV_SRUN_NODE "SLURM_PROCMGR_SRUN_NODE"
 /* For procmgr-rank, from the plugin. */
 #define PM_ENV_SOCK "PROCMGR_SOCK"     /* procmgrd's socket (pm_path_sock) */
 #define PM_ENV_ARGV0 "PROCMGR_ARGV0"   /* the command Slurm would have run */
@@ -166,6 +169,10 @@ struct pm_daemon_args {
 	unsigned peer_timeout_ms;   /* liveness of every link; 0: off */
 	const char *metrics_dir;    /* NULL: no metrics file */
 	unsigned connect_timeout_ms; /* waiting for the parent to listen */
+	/* The node srun runs on when it runs on one of the cluster's (a batch
+	 * script's srun: the batch host), as srun saw it; NULL: elsewhere. If
+	 * the root finds it lost, srun is gone: the root ends the job. */
+	const char *srun_node;
 };
 
 /* The longest node list of a step procmgr takes (SLURM_STEP_NODELIST):
@@ -180,7 +187,7 @@ struct pm_daemon_args {
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS] [--connect-timeout MS] [--metrics-dir DIR]\n" \
+	"[--peer-timeout MS] [--connect-timeout MS] [--metrics-dir DIR] [--srun-node NAME]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

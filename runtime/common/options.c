@@ -33,6 +33,9 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "spares", "N",
 	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
 	  "(needs --no-kill on the job and the step)" },
+	{ "output-dir", "DIR",
+	  "Also write each rank's stdout and stderr to DIR/rank.N.out and DIR/rank.N.err "
+	  "(an absolute path, created if missing): kept when srun is lost with its node" },
 	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
 	{ "stack-timeout", "TIME",
 	  "At a hang, the bound on taking every rank's stack before the restart "
@@ -207,6 +210,32 @@ static int parse_hang(const char *v, unsigned *ms, unsigned *first_ms)
 	return 0;
 }
 
+/* An absolute path that can travel in the options text (space-separated
+ * name=value tokens) and in a file name: no blanks, no control characters. */
+static int parse_dir(const char *v, char *out, size_t len, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	const char *p;
+
+	if (!v || !*v)
+		why = "an empty path";
+	else if (v[0] != '/')
+		why = "a relative path (each node resolves it in another working directory)";
+	else if (strlen(v) >= len)
+		why = "a path too long";
+	for (p = v; !why && *p; p++)
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
+			why = "a blank or a control character in the path";
+	if (why) {
+		snprintf(err, errlen, "invalid value '%.*s%s' for --procmgr-output-dir: %s; "
+			 "expected an absolute directory path (at most %zu characters, no blanks), "
+			 "which each node creates if missing", PM_Q(v ? v : ""), why, len - 1);
+		return -1;
+	}
+	strcpy(out, v);
+	return 0;
+}
+
 int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		 char *err, size_t errlen)
 {
@@ -280,6 +309,10 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 			return bad(err, errlen, name, value,
 				   "a duration from 1 s to 600 s: " PM_DURATION_FORMS);
 		o->set |= PM_SET_STACK;
+	} else if (!strcmp(name, "output-dir")) {
+		if (parse_dir(value, o->output_dir, sizeof(o->output_dir), err, errlen))
+			return -1;
+		o->set |= PM_SET_OUTPUT_DIR;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -390,6 +423,9 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 		if (put(buf, len, &off, "%sstack-timeout=%s%s", v, ""))
 			return -1;
 	}
+	if ((o->set & PM_SET_OUTPUT_DIR) && o->output_dir[0] &&
+	    put(buf, len, &off, "%soutput-dir=%s%s", o->output_dir, ""))
+		return -1;
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
@@ -424,6 +460,8 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		dst->spares = l->spares;
 	if (l->set & PM_SET_STACK)
 		dst->stack_timeout_ms = l->stack_timeout_ms;
+	if (l->set & PM_SET_OUTPUT_DIR)
+		strcpy(dst->output_dir, l->output_dir);
 	dst->set |= l->set;
 }
 

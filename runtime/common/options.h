@@ -9,6 +9,7 @@
 
 #define PM_ERRLEN 512
 #define PM_LIST_MAX 1024
+#define PM_OUTPUT_DIR_MAX 1024
 
 enum pm_restart_mode {
 	PM_RESTART_NEVER = 0,
@@ -40,6 +41,7 @@ enum {
 	PM_SET_VERBOSE = 1u << 8,
 	PM_SET_SPARES = 1u << 9,
 	PM_SET_STACK = 1u << 10,
+	PM_SET_OUTPUT_DIR = 1u << 11,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -58,6 +60,9 @@ struct pm_opts {
 	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
 	unsigned spares;             /* nodes of the step kept idle to replace lost ones */
 	unsigned stack_timeout_ms;   /* a hang's stack capture, per node (rank/rank_stack.h) */
+	/* Each rank's stdout and stderr also go to files there: an absolute
+	 * path without blanks (options travel space-separated), "" for none. */
+	char output_dir[PM_OUTPUT_DIR_MAX];
 	bool verbose;
 };
 

@@ -403,6 +403,8 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	pm_json_escape(why, esc, sizeof(esc));
 	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\",\"slot\":%d",
 	      g->gen, name, esc, r.slot);
+	if (g->cf.ops->node_lost)
+		g->cf.ops->node_lost(g->cf.ctx, node);
 	label(g, lbl, sizeof(lbl));
 	if (r.slot < 0) {
 		/* A spare in reserve: one fewer, nothing to restart. */
@@ -477,6 +479,8 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 	pm_json_escape(why, esc, sizeof(esc));
 	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, node), esc);
+	if (g->cf.ops->node_lost)
+		g->cf.ops->node_lost(g->cf.ctx, node);
 	snprintf(text, sizeof(text), "procmgr: lost node %s (%.700s); ending the step",
 		 pm_gen_node_name(g, node), why);
 	give_up(g, 1, printer(g, -1), false, node, text);

@@ -62,6 +62,8 @@ struct pm_gen_ops {
 	/* The root, deciding a hang: the rank whose stack differs from every
 	 * other's (common/blame.h) and its node, -1 if none. May be NULL. */
 	int (*hang_outlier)(void *ctx, int *node);
+	/* The root declared node lost (its node_lost event). May be NULL. */
+	void (*node_lost)(void *ctx, int node);
 };
 
 struct pm_gen_config {

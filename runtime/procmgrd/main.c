@@ -474,6 +474,7 @@ int main(int argc, char **argv)
 	d.watch_pid = a.watch_pid;
 	s->wait_term = a.watch_pid > 0;
 	d.connect_timeout_ms = a.connect_timeout_ms;
+	s->srun_node_id = -1;
 	s->uid = getuid();
 	pm_opts_init(&s->opts);
 	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err))) {
@@ -486,6 +487,12 @@ int main(int argc, char **argv)
 			snprintf(err, sizeof(err), "node id %d outside the node list", s->node);
 		fprintf(stderr, "procmgrd: %s\n", err);
 		goto out_ready;
+	}
+	if (a.srun_node) {
+		int i;
+		for (i = 0; i < s->nnodes; i++)
+			if (!strcmp(s->names[i], a.srun_node))
+				s->srun_node_id = i;
 	}
 	/* Site check scripts are told where they run, as under slurmd. */
 	setenv("SLURMD_NODENAME", s->names[s->node], 1);
@@ -558,6 +565,7 @@ int main(int argc, char **argv)
 	if (pm_loop_run(&d.loop))
 		pm_log(s, "epoll: %m");
 	rc = 0;
+	pm_step_jobend(s);
 	cleanup_rundir(&d);
 	pm_guard_free(&d.guard, &d.loop);
 	pm_step_free(s);

@@ -113,6 +113,11 @@ struct pm_step {
 	 * tree was told (else slurmstepd ends us before anyone knows why). */
 	void (*told)(struct pm_step *s, void *arg);
 	void *told_arg;
+	/* jobend.c: srun's node (--srun-node; -1: not a node of the step),
+	 * and whether the root declared it lost. */
+	int srun_node_id;
+	bool srun_lost;
+	bool cancelled; /* Slurm's SIGTERM came before the step's end */
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -128,6 +133,11 @@ int pm_gate_init(struct pm_step *s);
 void pm_step_metrics_event(struct pm_step *s, const char *name, const char *fields);
 void pm_step_metrics_end(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
+/* jobend.c: the root declared node lost (is it srun's?); at procmgrd's
+ * end, the step's result in the output directory and, srun lost, the
+ * job's end. */
+void pm_step_srun_lost(struct pm_step *s, int node);
+void pm_step_jobend(struct pm_step *s);
 /* A new tree connection (fd accepted): held until its HELLO, or refused
  * ("busy", said to it) and closed. */
 void pm_gate_accept(struct pm_step *s, int fd, pm_msg_fn on_msg, pm_close_fn on_close);

@@ -206,6 +206,11 @@ static int hang_outlier(void *ctx, int *node)
 	return pm_query_hang_outlier(ctx, node);
 }
 
+static void node_lost(void *ctx, int node)
+{
+	pm_step_srun_lost(ctx, node);
+}
+
 static uint64_t now_ms(void *ctx)
 {
 	(void)ctx;
@@ -226,6 +231,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.log = log_line,
 	.now_ms = now_ms,
 	.hang_outlier = hang_outlier,
+	.node_lost = node_lost,
 };
 
 static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -354,6 +360,7 @@ void pm_step_terminate(struct pm_step *s)
 {
 	s->got_term = true;
 	if (!pm_gen_terminal(&s->gen)) {
+		s->cancelled = true;
 		/* Slurm ends the step before procmgr did: scancel, a time limit.
 		 * Said up the tree, so that nobody reports a lost node. */
 		pm_gen_cancel(&s->gen, "procmgrd got SIGTERM from slurmstepd");

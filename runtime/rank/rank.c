@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/contract.h"
@@ -26,6 +27,7 @@
 #include "common/text.h"
 #include "io/conn.h"
 #include "io/loop.h"
+#include "io/outdir.h"
 #include "io/sys.h"
 #include "rank_exec.h"
 #include "rank_machine.h"
@@ -39,6 +41,11 @@ struct rank {
 	struct pm_rank_cfg cfg;
 	struct pm_rank_exec x;
 	struct pm_rank_pump pump;
+	/* --procmgr-output-dir: its descriptor, and the rank whose files the
+	 * pumps write (a spare's supervisor takes a lost slot's rank) */
+	struct pm_rank_pump pump_out;
+	char output_dir[PM_OUTPUT_DIR_MAX];
+	int out_dfd, file_rank;
 	int lrank;
 	const char *heartbeat;
 	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w;
@@ -50,6 +57,42 @@ struct rank {
 
 /* ---- the machine's effects ---- */
 
+/* The generation's rank's files, opened when the rank changes, and a line
+ * in each where a generation begins. A file that cannot be opened is said
+ * on stderr (srun's) and the rank runs on without it. */
+static void output_files(struct rank *r, const struct pm_rank_who *who)
+{
+	struct pm_rank_pump *pumps[2] = { &r->pump_out, &r->pump };
+	static const char *const streams[2] = { "out", "err" };
+	char name[64], why[512], line[256], when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i, n;
+
+	if (r->out_dfd < 0)
+		return;
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", &tm);
+	n = snprintf(line, sizeof(line), "procmgr: generation %u of rank %d starts on %s at %s\n",
+		     who->gen, who->grank, r->cfg.node, when);
+	for (i = 0; i < 2; i++) {
+		int fd = pumps[i]->file_fd;
+		if (pumps[i]->err_fd < 0)
+			continue; /* a terminal: the command has it */
+		if (fd < 0 || r->file_rank != who->grank) {
+			pm_outdir_name(name, sizeof(name), who->grank, streams[i]);
+			fd = pm_outdir_file(r->out_dfd, name, why, sizeof(why));
+			if (fd < 0)
+				fprintf(stderr, "procmgr: rank %d on %s: --procmgr-output-dir=%s: %s\n",
+					who->grank, r->cfg.node, r->output_dir, why);
+			pm_rank_pump_set_file(pumps[i], fd);
+		}
+		if (fd >= 0)
+			(void)!write(fd, line, (size_t)n);
+	}
+	r->file_rank = who->grank;
+}
+
 static pid_t op_spawn(void *ctx, const struct pm_rank_m *m, bool *noexec)
 {
 	struct rank *r = ctx;
@@ -57,6 +100,7 @@ static pid_t op_spawn(void *ctx, const struct pm_rank_m *m, bool *noexec)
 				   .master = m->master };
 
 	pm_tail_reset(&r->pump.tail);
+	output_files(r, &who);
 	r->x.link_fd = r->c ? r->c->w.fd : -1;
 	return pm_rank_exec_spawn(&r->x, &who, noexec);
 }
@@ -211,6 +255,7 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				/* What the command left in its group goes with it. */
 				kill(-pid, SIGKILL);
 				pm_rank_exec_kill_strays();
+				pm_rank_pump_drain(&r->pump_out, true);
 				pm_rank_pump_drain(&r->pump, true);
 				e.type = PM_RE_CHILD_EXIT;
 				e.status = status;
@@ -221,6 +266,18 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		e.type = si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ? PM_RE_SIGTERM
 									  : PM_RE_SIGNAL;
 		pm_rank_m_event(&r->m, &e);
+	}
+}
+
+/* procmgr's lines for srun (a restart and why, the step's end): also in
+ * the rank's stderr file, which outlives srun. */
+static void say(struct rank *r, const char *text)
+{
+	fprintf(stderr, "%s\n", text);
+	fflush(stderr);
+	if (r->pump.file_fd >= 0) {
+		(void)!write(r->pump.file_fd, text, strlen(text));
+		(void)!write(r->pump.file_fd, "\n", 1);
 	}
 }
 
@@ -245,13 +302,13 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 	case PM_MSG_ABORT:
 		/* The failing rank, or rank 0 for a step-wide reason, says why. */
 		if (m->text_len && (m->rank == r->m.grank || (m->rank < 0 && r->m.grank == 0)))
-			fprintf(stderr, "%s\n", m->text);
+			say(r, m->text);
 		/* srun's per-task lines then name the task that failed. */
 		e.type = PM_RE_FINISH;
 		e.status = (m->count & PM_FLAG_BLAME) && m->rank != r->m.grank ? 0 : m->status;
 		break;
 	case PM_MSG_PRINT:
-		fprintf(stderr, "%s\n", m->text);
+		say(r, m->text);
 		return;
 	default:
 		return;
@@ -317,6 +374,7 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	r->cfg.heartbeat = r->heartbeat != NULL;
 	r->x.heartbeat = r->heartbeat;
 	r->x.error_base = getenv(PM_ENV_TE_ERROR_FILE);
+	snprintf(r->output_dir, sizeof(r->output_dir), "%s", o.output_dir);
 	r->cfg.peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	if (env_uint(PM_ENV_PEER_TIMEOUT, &r->cfg.peer_timeout_ms)) {
 		snprintf(err, errlen, PM_ENV_PEER_TIMEOUT " is not a number of milliseconds");
@@ -388,6 +446,17 @@ static int setup(struct rank *r, int *grank, char *err, size_t errlen)
 	if (pm_rank_pump_init(&r->pump, &r->loop, STDERR_FILENO))
 		goto sys;
 	r->x.err_fd = r->pump.child_fd;
+	if (r->output_dir[0]) {
+		char why[512];
+		/* stdout passes through us only when it has a file to go to. */
+		if (pm_rank_pump_init(&r->pump_out, &r->loop, STDOUT_FILENO))
+			goto sys;
+		r->x.out_fd = r->pump_out.child_fd;
+		r->out_dfd = pm_outdir_open(r->output_dir, why, sizeof(why));
+		if (r->out_dfd < 0)
+			fprintf(stderr, "procmgr: rank %d on %s: --procmgr-output-dir: %s; this "
+				"rank's output goes to srun only\n", *grank, r->cfg.node, why);
+	}
 
 	strcpy(sa.sun_path, sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -417,8 +486,10 @@ int main(int argc, char **argv)
 	const char *argv0 = getenv(PM_ENV_ARGV0);
 	int grank = 0;
 
-	r.x.link_fd = r.x.err_fd = -1;
-	r.pump.err_fd = r.pump.child_fd = -1;
+	r.x.link_fd = r.x.err_fd = r.x.out_fd = -1;
+	r.pump.err_fd = r.pump.child_fd = r.pump.file_fd = -1;
+	r.pump_out.err_fd = r.pump_out.child_fd = r.pump_out.file_fd = -1;
+	r.out_dfd = r.file_rank = -1;
 	if (argc < 1 || !argv0) {
 		fprintf(stderr, "procmgr-rank: " PM_ENV_ARGV0 " is not set: procmgr-rank runs "
 			"inside a procmgr step only\n");
@@ -435,6 +506,9 @@ int main(int argc, char **argv)
 	pm_rank_m_init(&r.m, &r.cfg, &rank_ops, &r, grank);
 	if (pm_loop_run(&r.loop))
 		fprintf(stderr, "procmgr: rank %d: epoll: %s\n", r.m.grank, strerror(errno));
+	pm_rank_pump_drain(&r.pump_out, true);
+	pm_rank_pump_flush(&r.pump_out, true);
+	pm_rank_pump_free(&r.pump_out);
 	pm_rank_pump_drain(&r.pump, true);
 	pm_rank_pump_flush(&r.pump, true);
 	pm_rank_pump_free(&r.pump);

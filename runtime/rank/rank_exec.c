@@ -115,6 +115,8 @@ pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, 
 		child_env(x, who);
 		if (x->err_fd >= 0 && dup2(x->err_fd, STDERR_FILENO) < 0)
 			_exit(126);
+		if (x->out_fd >= 0 && dup2(x->out_fd, STDOUT_FILENO) < 0)
+			_exit(126);
 		close(ep[0]);
 		execvp(x->argv[0], x->argv);
 		e = errno;

@@ -18,6 +18,7 @@ struct pm_rank_exec {
 	sigset_t orig_mask;     /* what the command gets, as slurmstepd gave us */
 	int link_fd;            /* procmgrd's socket: its pid may trace; -1 */
 	int err_fd;             /* the command's stderr; -1: ours */
+	int out_fd;             /* the command's stdout; -1: ours */
 	const char *heartbeat;  /* removed at each start; NULL: none */
 	const char *error_base; /* TORCHELASTIC_ERROR_FILE as the plugin set it */
 	char error_file[PATH_MAX]; /* the generation's own, "" if none */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -38,7 +39,8 @@ static void out_wait(struct pm_rank_pump *p, bool wait)
 		pm_loop_del(p->loop, &p->out_w);
 	}
 	p->out_armed = wait;
-	pm_loop_mod(p->loop, &p->err_w, wait ? 0 : EPOLLIN);
+	/* With a file the command never waits for Slurm: it may be gone. */
+	pm_loop_mod(p->loop, &p->err_w, wait && p->file_fd < 0 ? 0 : EPOLLIN);
 }
 
 void pm_rank_pump_flush(struct pm_rank_pump *p, bool block)
@@ -67,11 +69,52 @@ void pm_rank_pump_flush(struct pm_rank_pump *p, bool block)
 	}
 	p->ooff = p->olen = 0;
 	out_wait(p, false);
+	if (p->dropped) {
+		char note[200];
+		int n = snprintf(note, sizeof(note), "procmgr: %zu bytes of this rank's output "
+				 "were not passed to srun, which did not take them; the output "
+				 "file has them\n", p->dropped);
+		p->dropped = 0;
+		(void)!write(p->out_fd, note, (size_t)n);
+	}
+}
+
+/* All of it, as a file takes it; a failing file is said once and dropped. */
+static void to_file(struct pm_rank_pump *p, const char *b, size_t n)
+{
+	while (n && p->file_fd >= 0) {
+		ssize_t k = write(p->file_fd, b, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			char line[200];
+			int m;
+			p->file_errno = k < 0 ? errno : EIO;
+			m = snprintf(line, sizeof(line), "procmgr: the rank's output file: %s; "
+				     "no more is written there\n", strerror(p->file_errno));
+			(void)!write(p->out_fd, line, (size_t)m);
+			close(p->file_fd);
+			p->file_fd = -1;
+			return;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+}
+
+void pm_rank_pump_set_file(struct pm_rank_pump *p, int fd)
+{
+	if (p->file_fd >= 0 && p->file_fd != fd)
+		close(p->file_fd);
+	p->file_fd = fd;
+	if (p->err_fd >= 0)
+		pm_loop_mod(p->loop, &p->err_w, p->out_armed && fd < 0 ? 0 : EPOLLIN);
 }
 
 void pm_rank_pump_drain(struct pm_rank_pump *p, bool final)
 {
 	ssize_t n;
+	unsigned reads = 0;
 
 	if (p->err_fd < 0)
 		return;
@@ -90,9 +133,15 @@ void pm_rank_pump_drain(struct pm_rank_pump *p, bool final)
 		if (n <= 0)
 			break;
 		pm_tail_feed(&p->tail, p->ob + p->olen, (size_t)n);
-		p->olen += (size_t)n;
-		if (!final && p->olen >= 65536)
+		to_file(p, p->ob + p->olen, (size_t)n);
+		if (p->file_fd >= 0 && p->olen >= PM_PUMP_BACKLOG)
+			p->dropped += (size_t)n; /* the file has it; Slurm took nothing */
+		else
+			p->olen += (size_t)n;
+		if (!final && p->file_fd < 0 && p->olen >= 65536)
 			break; /* the rest once Slurm took this */
+		if (!final && ++reads >= 64)
+			break; /* the loop's other sources get their turn */
 	}
 	pm_rank_pump_flush(p, false);
 }
@@ -104,7 +153,7 @@ int pm_rank_pump_init(struct pm_rank_pump *p, struct pm_loop *l, int out_fd)
 	memset(p, 0, sizeof(*p));
 	p->loop = l;
 	p->out_fd = out_fd;
-	p->err_fd = p->child_fd = -1;
+	p->err_fd = p->child_fd = p->file_fd = -1;
 	pm_tail_reset(&p->tail);
 	if (isatty(out_fd))
 		return 0;
@@ -123,5 +172,8 @@ void pm_rank_pump_free(struct pm_rank_pump *p)
 {
 	free(p->ob);
 	p->ob = NULL;
+	if (p->file_fd >= 0)
+		close(p->file_fd);
+	p->file_fd = -1;
 	p->olen = p->ooff = p->ocap = 0;
 }

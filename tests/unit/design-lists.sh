@@ -29,7 +29,7 @@ envs=$(sed -n 's/^#define \(PM_ENV_[A-Z0-9_]*\) "\([A-Z0-9_]*\)".*/\1=\2/p' "$sr
 for e in $envs; do
 	grep -q "\`${e#*=}\`" "$doc" || { echo "FAIL: ${e#*=} (${e%%=*}) not in design.md"; fail=1; }
 done
-for v in $(grep -o 'PROCMGR_[A-Z0-9_]*' "$doc" | sort -u); do
+for v in $(grep -o '[A-Z_]*PROCMGR_[A-Z0-9_]*' "$doc" | sort -u); do
 	echo "$envs" | grep -q "=$v\$" ||
 		{ echo "FAIL: design.md names $v, which contract.h does not define"; fail=1; }
 done

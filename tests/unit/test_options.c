@@ -115,10 +115,10 @@ static void test_init(void **state)
 static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
-		"bind", "health", "health-interval", "hang-timeout", "spares", "verbose",
-		"stack-timeout" };
+		"bind", "health", "health-interval", "hang-timeout", "spares", "output-dir",
+		"verbose", "stack-timeout" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", "1", NULL, "1" };
+		"gpu", "1", "1", "1", "/tmp", NULL, "1" };
 	size_t i;
 	(void)state;
 
@@ -1228,6 +1228,62 @@ static void test_spares(void **state)
 	assert_int_equal(r.spares, 0);
 }
 
+/* --procmgr-output-dir: an absolute path without blanks, carried whole
+ * through the options text and the layers; bad values say what is allowed. */
+static void test_output_dir(void **state)
+{
+	struct pm_opts o, job, r;
+	struct pm_site site_cf;
+	char buf[4096], big[PM_OUTPUT_DIR_MAX + 8];
+	(void)state;
+
+	pm_opts_init(&o);
+	opt_ok(&o, "output-dir", "/scratch/me/run=1");
+	assert_string_equal(o.output_dir, "/scratch/me/run=1");
+	fmt_is(&o, "procmgr output-dir=/scratch/me/run=1");
+	/* Round trip through the text options travel in. */
+	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+	pm_opts_init(&r);
+	assert_int_equal(pm_opts_parse_str(&r, buf, "X", err, sizeof(err)), 0);
+	assert_string_equal(r.output_dir, "/scratch/me/run=1");
+
+	assert_int_equal(pm_opt_parse(&o, "output-dir", "logs", err, sizeof(err)), -1);
+	contains(err, "invalid value 'logs' for --procmgr-output-dir: a relative path");
+	contains(err, "expected an absolute directory path");
+	assert_int_equal(pm_opt_parse(&o, "output-dir", "", err, sizeof(err)), -1);
+	contains(err, "an empty path");
+	assert_int_equal(pm_opt_parse(&o, "output-dir", NULL, err, sizeof(err)), -1);
+	assert_int_equal(pm_opt_parse(&o, "output-dir", "/my logs", err, sizeof(err)), -1);
+	contains(err, "a blank or a control character");
+	assert_int_equal(pm_opt_parse(&o, "output-dir", "/a\nb", err, sizeof(err)), -1);
+	contains(err, "a blank or a control character");
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(pm_opt_parse(&o, "output-dir", big, err, sizeof(err)), -1);
+	contains(err, "a path too long");
+	/* A refused value leaves the last good one. */
+	assert_string_equal(o.output_dir, "/scratch/me/run=1");
+
+	/* The job script's directory, and srun's over it. */
+	pm_site_init(&site_cf);
+	pm_opts_init(&job);
+	opt_ok(&job, "output-dir", "/job");
+	pm_opts_init(&o);
+	opt_ok(&o, "", NULL);
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, &job, &o, err, sizeof(err)), 0);
+	assert_string_equal(r.output_dir, "/job");
+	opt_ok(&o, "output-dir", "/step");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, &job, &o, err, sizeof(err)), 0);
+	assert_string_equal(r.output_dir, "/step");
+	/* None given: none, and nothing in the text. */
+	pm_opts_init(&o);
+	o.enabled = true;
+	o.set = ~0u;
+	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "output-dir"));
+}
+
 static void test_site_unknown(void **state)
 {
 	struct pm_site s;
@@ -1635,6 +1691,7 @@ int main(void)
 		cmocka_unit_test(test_site_example),
 		cmocka_unit_test(test_site_bad),
 		cmocka_unit_test(test_spares),
+		cmocka_unit_test(test_output_dir),
 		cmocka_unit_test(test_site_unknown),
 		cmocka_unit_test(test_site_default_restart_cap),
 		cmocka_unit_test(test_resolve_site_defaults),
