@@ -9,6 +9,7 @@
 
 #include "duration.h"
 #include "text.h"
+#include "warm.h"
 
 /* srun --help has no common legend: each duration option ends with the
  * forms, short. A bare number is seconds, not Slurm's minutes. */
@@ -33,6 +34,10 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "spares", "N",
 	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
 	  "(needs --no-kill on the job and the step)" },
+	{ "warm", "on|off|python:MOD[,MOD...]",
+	  "Keep each rank's next generation started ahead of time, waiting at a ready point "
+	  "(on: the program says ready, see procmgr.ready(); python:MODS: a server that imported "
+	  "MODS runs an unmodified script)" },
 	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
@@ -270,6 +275,15 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 			return bad(err, errlen, name, value,
 				   "a whole number of nodes from 0 to 100000, fewer than the step's nodes");
 		o->set |= PM_SET_SPARES;
+	} else if (!strcmp(name, "warm")) {
+		enum pm_warm_mode mode;
+		char mods[PM_WARM_MODS_MAX];
+		if (pm_warm_mode_parse(value, &mode, mods, sizeof(mods)))
+			return bad(err, errlen, name, value,
+				   "on, off or python:MOD[,MOD...] (dotted Python module names, "
+				   "at most 511 characters)");
+		snprintf(o->warm, sizeof(o->warm), "%s", mode == PM_WARM_OFF ? "off" : value);
+		o->set |= PM_SET_WARM;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -375,6 +389,9 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 		if (put(buf, len, &off, "%sspares=%s%s", v, ""))
 			return -1;
 	}
+	if ((o->set & PM_SET_WARM) && o->warm[0] &&
+	    put(buf, len, &off, "%swarm=%s%s", o->warm, ""))
+		return -1;
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
@@ -407,6 +424,8 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		dst->verbose = l->verbose;
 	if (l->set & PM_SET_SPARES)
 		dst->spares = l->spares;
+	if (l->set & PM_SET_WARM)
+		strcpy(dst->warm, l->warm);
 	dst->set |= l->set;
 }
 

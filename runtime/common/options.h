@@ -39,6 +39,7 @@ enum {
 	PM_SET_HANG = 1u << 7,
 	PM_SET_VERBOSE = 1u << 8,
 	PM_SET_SPARES = 1u << 9,
+	PM_SET_WARM = 1u << 10,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -56,6 +57,7 @@ struct pm_opts {
 	unsigned hang_timeout_ms;    /* 0: no hang detection */
 	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
 	unsigned spares;             /* nodes of the step kept idle to replace lost ones */
+	char warm[600];              /* --procmgr-warm: "" or off, on, python:MOD,... */
 	bool verbose;
 };
 
