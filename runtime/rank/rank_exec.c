@@ -158,8 +158,14 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		}
 		sigprocmask(SIG_SETMASK, &x->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		if (who)
+		if (who) {
 			child_env(x, who);
+		} else {
+			/* A standby has no generation yet (the step's 0 is not its
+			 * own): START sends it. */
+			unsetenv(PM_ENV_RESTART_COUNT);
+			unsetenv(PM_ENV_TE_RESTART_COUNT);
+		}
 		child_warm_fd(x);
 		if (x->err_fd >= 0 && dup2(x->err_fd, STDERR_FILENO) < 0)
 			_exit(126);
