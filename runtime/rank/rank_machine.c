@@ -88,12 +88,18 @@ static void nop(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 }
 
 /* Behind every generation, the next one's process: once the program
- * earned it (said ready once, or procmgr's python server) and none waits. */
+ * earned it (said ready once, or procmgr's python server) and none waits.
+ * Not before the generation trains again (its first heartbeat, where they
+ * are watched): a standby's start-up (import torch) on the same cores
+ * slowed the rendezvous and first step it was there to speed up
+ * (bench/recovery: 2 s more on the testbed). */
 static void next_standby(struct pm_rank_m *m)
 {
 	pid_t pid;
 
 	if (m->cfg.warm == PM_RW_OFF || !m->warm_ok || m->sb_state != PM_SB_NONE)
+		return;
+	if (m->cfg.heartbeat && !m->beat && m->state == PM_RS_RUNNING)
 		return;
 	pid = m->ops->standby(m->ctx, m);
 	if (pid <= 0) { /* said why; it would fail the same way again */
@@ -302,6 +308,7 @@ static void beat(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	if (!m->beat) /* for the root's "every rank beats" */
 		send(m, PM_MSG_RANK_RUN, m->child, PM_FLAG_BEAT, NULL);
 	m->beat = true;
+	next_standby(m);
 	m->beat_wall_ms = m->ops->wall_ms(m->ctx);
 	m->ops->timer(m->ctx, PM_RT_HANG, m->cfg.hang_ms);
 }

@@ -744,7 +744,7 @@ static bool said(struct world *w, const char *part)
  * standby behind it. */
 static void test_warm_contract(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	struct rec *r;
 	(void)state;
 
@@ -792,7 +792,7 @@ static void test_warm_contract(void **state)
 /* A program that never says ready: every generation cold, said once. */
 static void test_warm_never_ready(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -814,7 +814,7 @@ static void test_warm_never_ready(void **state)
  * the next generation (not a second one), and serves it once ready. */
 static void test_warm_start_before_ready(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -840,7 +840,7 @@ static void test_warm_start_before_ready(void **state)
  * how it ended; a new standby is tried behind it. */
 static void test_warm_standby_dies(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -870,7 +870,7 @@ static void test_warm_standby_dies(void **state)
  * (EPIPE): killed for sure, cold start, said. */
 static void test_warm_handover_lost(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -894,7 +894,7 @@ static void test_warm_handover_lost(void **state)
  * stopped as any; the new standby behind it is left alone. */
 static void test_warm_stop_during_handover(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -923,7 +923,7 @@ static void test_warm_stop_during_handover(void **state)
  * everything else, whatever state it is in. */
 static void test_warm_end_kills_standby(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	(void)state;
 
 	start(w, 0);
@@ -936,7 +936,7 @@ static void test_warm_end_kills_standby(void **state)
 	assert_int_equal(w->n, 0);
 	free(w);
 
-	w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	start(w, 0);
 	ev(w, PM_RE_READY, 0, 0);
 	ev(w, PM_RE_READY, 0, 1);
@@ -946,7 +946,7 @@ static void test_warm_end_kills_standby(void **state)
 	assert_int_equal(count(w, A_DONE), 1);
 	free(w);
 
-	w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	w = world_new_warm(false, 0, PM_RW_CONTRACT);
 	start(w, 0);
 	ev(w, PM_RE_READY, 0, 0);
 	ev(w, PM_RE_LINK_LOST, 0, 0);
@@ -959,7 +959,7 @@ static void test_warm_end_kills_standby(void **state)
  * the op) and is not retried at each generation. */
 static void test_warm_python(void **state)
 {
-	struct world *w = world_new_warm(true, 0, PM_RW_PYTHON);
+	struct world *w = world_new_warm(false, 0, PM_RW_PYTHON);
 	(void)state;
 
 	start(w, 0);
@@ -968,7 +968,7 @@ static void test_warm_python(void **state)
 	assert_int_equal(count(w, A_SAY), 0);
 	free(w);
 
-	w = world_new_warm(true, 0, PM_RW_PYTHON);
+	w = world_new_warm(false, 0, PM_RW_PYTHON);
 	w->next_sb = -1;
 	start(w, 0);
 	assert_int_equal(count(w, A_STANDBY), 1);
@@ -977,6 +977,39 @@ static void test_warm_python(void **state)
 	start(w, 1);
 	assert_int_equal(count(w, A_STANDBY), 0);
 	assert_int_equal(count(w, A_SPAWN), 1);
+	free(w);
+}
+
+/* With heartbeats watched, the next standby waits for the generation's
+ * first heartbeat: its start-up must not compete with the rendezvous. */
+static void test_warm_standby_after_first_beat(void **state)
+{
+	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	assert_non_null(find(w, A_RELEASE, 0));
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_BEAT, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	ev(w, PM_RE_BEAT, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_READY, 0, 1);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	start(w, 1);
+	assert_int_equal(w->m.child, 200);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_BEAT, 1, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	free(w);
+
+	/* A program that beats before it says ready gets its standby then. */
+	w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	start(w, 0);
+	ev(w, PM_RE_BEAT, 0, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
 	free(w);
 }
 
@@ -1064,6 +1097,7 @@ int main(void)
 		T(test_warm_end_kills_standby),
 		T(test_warm_python),
 		T(test_warm_off),
+		T(test_warm_standby_after_first_beat),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
