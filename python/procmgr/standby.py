@@ -62,11 +62,22 @@ def _parse(argv):
     return mods, ("script", rest[0], rest[1:]), unbuffered
 
 
+def _check_preload():
+    """Say what the preloaded modules did that a standby should not have."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and getattr(cuda, "is_initialized", lambda: False)():
+        sys.stderr.write("procmgr: --procmgr-warm=python: a CUDA context exists before the "
+                         "generation started (made at import by a module named): its GPU "
+                         "was chosen before the rank was known\n")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     mods, (kind, target, args), unbuffered = _parse(argv)
     for m in mods:
         __import__(m)
+    _check_preload()
     if kind == "script" and not os.path.exists(target):
         _usage("can't open file %r" % target)
     if not procmgr.ready():
