@@ -33,8 +33,6 @@
 #include "rank_pump.h"
 #include "rank_stack.h"
 
-#define PM_WARM_ARGV_MAX 4096
-
 struct rank {
 	struct pm_loop loop;
 	struct pm_conn *c;
@@ -53,7 +51,6 @@ struct rank {
 		struct pm_warm_buf buf;
 		struct rank *r;
 	} ch[2];
-	char *py_argv[PM_WARM_ARGV_MAX];
 };
 
 /* ---- warm channels ---- */
@@ -68,7 +65,47 @@ static void ch_close(struct rank *r, int i)
 	r->ch[i].buf.len = 0;
 }
 
-static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev);
+/* "ready" from the command or the standby; anything else is refused, said. */
+static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct warm_ch *ch = w->arg;
+	struct rank *r = ch->r;
+	int i = ch == &r->ch[1];
+	char data[PM_WARM_LINE_MAX], line[PM_WARM_LINE_MAX], why[256];
+	struct pm_warm_line wl;
+	ssize_t n;
+	int len;
+	(void)l;
+	(void)ev;
+
+	n = read(w->fd, data, sizeof(data));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) { /* closed: its process ended, or is done with it */
+		ch_close(r, i);
+		return;
+	}
+	if (pm_warm_buf_add(&ch->buf, data, (size_t)n, why, sizeof(why))) {
+		fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s; closed\n",
+			r->m.grank, r->cfg.node, i ? "standby" : "command", why);
+		ch_close(r, i);
+		return;
+	}
+	while ((len = pm_warm_buf_line(&ch->buf, line, sizeof(line))) >= 0) {
+		struct pm_rank_ev e = { .type = PM_RE_READY, .rank = -1, .status = i };
+		if (pm_warm_parse(line, (size_t)len, &wl, why, sizeof(why)) ||
+		    wl.kind != PM_WARM_READY) {
+			fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s "
+				"(a program says only: ready)\n", r->m.grank, r->cfg.node,
+				i ? "standby" : "command",
+				wl.kind != PM_WARM_READY ? "not a program's line" : why);
+			continue;
+		}
+		pm_rank_m_event(&r->m, &e);
+		if (r->ch[i].w.fd < 0)
+			return;
+	}
+}
 
 /* A new channel as [i]; the other end, for the child, in r->x.warm_fd. */
 static int ch_open(struct rank *r, int i)
@@ -113,48 +150,6 @@ static int ch_write(struct rank *r, int i, const char *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-/* "ready" from the command or the standby; anything else is refused, said. */
-static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
-{
-	struct warm_ch *ch = w->arg;
-	struct rank *r = ch->r;
-	int i = ch == &r->ch[1];
-	char data[PM_WARM_LINE_MAX], line[PM_WARM_LINE_MAX], why[256];
-	struct pm_warm_line wl;
-	ssize_t n;
-	int len;
-	(void)l;
-	(void)ev;
-
-	n = read(w->fd, data, sizeof(data));
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) { /* closed: its process ended, or is done with it */
-		ch_close(r, i);
-		return;
-	}
-	if (pm_warm_buf_add(&ch->buf, data, (size_t)n, why, sizeof(why))) {
-		fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s; closed\n",
-			r->m.grank, r->cfg.node, i ? "standby" : "command", why);
-		ch_close(r, i);
-		return;
-	}
-	while ((len = pm_warm_buf_line(&ch->buf, line, sizeof(line))) >= 0) {
-		struct pm_rank_ev e = { .type = PM_RE_READY, .rank = -1, .status = i };
-		if (pm_warm_parse(line, (size_t)len, &wl, why, sizeof(why)) ||
-		    wl.kind != PM_WARM_READY) {
-			fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s "
-				"(a program says only: ready)\n", r->m.grank, r->cfg.node,
-				i ? "standby" : "command",
-				wl.kind != PM_WARM_READY ? "not a program's line" : why);
-			continue;
-		}
-		pm_rank_m_event(&r->m, &e);
-		if (r->ch[i].w.fd < 0)
-			return;
-	}
 }
 
 /* ---- the machine's effects ---- */
@@ -488,42 +483,6 @@ static int env_uint(const char *name, unsigned *out)
 	return v ? pm_parse_uint(v, 0, ~0u, out) : 0;
 }
 
-/* --procmgr-warm=python:MODS: the command's own interpreter runs procmgr's
- * server (python/procmgr/standby.py, installed beside the module, or
- * from the source tree procmgr-rank was built in), which imports MODS,
- * says ready, and at START runs the command's script as the interpreter
- * would have. NULL (every generation cold, said) if the command is not
- * a python interpreter. */
-static const char py_boot[] =
-	"import os, sys\n"
-	"for d in ('" PM_PYTHONMODDIR "', '" PM_SRC_PYTHONDIR "'):\n"
-	"    if os.path.isfile(os.path.join(d, 'procmgr', 'standby.py')):\n"
-	"        sys.path.insert(0, d)\n"
-	"        break\n"
-	"from procmgr.standby import main\n"
-	"main()\n";
-
-static void python_argv(struct rank *r, const char *mods)
-{
-	static char modsbuf[PM_WARM_MODS_MAX];
-	int n = 0, i;
-
-	if (!pm_warm_is_python(r->x.argv[0]))
-		return;
-	snprintf(modsbuf, sizeof(modsbuf), "%s", mods);
-	r->py_argv[n++] = r->x.argv[0];
-	r->py_argv[n++] = "-c";
-	r->py_argv[n++] = (char *)py_boot;
-	r->py_argv[n++] = modsbuf;
-	r->py_argv[n++] = "--";
-	for (i = 1; r->x.argv[i] && n < PM_WARM_ARGV_MAX - 1; i++)
-		r->py_argv[n++] = r->x.argv[i];
-	if (r->x.argv[i])
-		return; /* too many arguments: cold, said */
-	r->py_argv[n] = NULL;
-	r->x.sb_argv = r->py_argv;
-}
-
 /* The step's options as slurmstepd resolved them: the plugin sets them in
  * every rank's environment, in the one form options travel in. */
 static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
@@ -550,7 +509,7 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 		r->cfg.warm = mode == PM_WARM_CONTRACT ? PM_RW_CONTRACT :
 			      mode == PM_WARM_PYTHON ? PM_RW_PYTHON : PM_RW_OFF;
 	if (r->cfg.warm == PM_RW_PYTHON)
-		python_argv(r, mods);
+		pm_rank_exec_python_argv(&r->x, mods);
 	r->heartbeat = r->cfg.hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
 	r->cfg.heartbeat = r->heartbeat != NULL;
 	r->x.heartbeat = r->heartbeat;

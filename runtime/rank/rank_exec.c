@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/warm.h"
 #include "common/wire.h"
+
+#define PM_WARM_ARGV_MAX 4096
 
 void pm_rank_exec_kill_strays(pid_t keep)
 {
@@ -221,4 +224,41 @@ void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, ch
 	}
 	pm_tail_lines(tail, PM_TAIL_LINES, lines, sizeof(lines));
 	pm_err_from_tail(lines, text, len);
+}
+
+/* --procmgr-warm=python:MODS: the command's own interpreter runs procmgr's
+ * server (python/procmgr/standby.py, installed beside the module, or
+ * from the source tree procmgr-rank was built in), which imports MODS,
+ * says ready, and at START runs the command's script as the interpreter
+ * would have. NULL (every generation cold, said) if the command is not
+ * a python interpreter. */
+static const char py_boot[] =
+	"import os, sys\n"
+	"for d in ('" PM_PYTHONMODDIR "', '" PM_SRC_PYTHONDIR "'):\n"
+	"    if os.path.isfile(os.path.join(d, 'procmgr', 'standby.py')):\n"
+	"        sys.path.insert(0, d)\n"
+	"        break\n"
+	"from procmgr.standby import main\n"
+	"main()\n";
+
+void pm_rank_exec_python_argv(struct pm_rank_exec *x, const char *mods)
+{
+	static char modsbuf[PM_WARM_MODS_MAX];
+	static char *py_argv[PM_WARM_ARGV_MAX];
+	int n = 0, i;
+
+	if (!pm_warm_is_python(x->argv[0]))
+		return;
+	snprintf(modsbuf, sizeof(modsbuf), "%s", mods);
+	py_argv[n++] = x->argv[0];
+	py_argv[n++] = "-c";
+	py_argv[n++] = (char *)py_boot;
+	py_argv[n++] = modsbuf;
+	py_argv[n++] = "--";
+	for (i = 1; x->argv[i] && n < PM_WARM_ARGV_MAX - 1; i++)
+		py_argv[n++] = x->argv[i];
+	if (x->argv[i])
+		return; /* too many arguments: cold, said */
+	py_argv[n] = NULL;
+	x->sb_argv = py_argv;
 }

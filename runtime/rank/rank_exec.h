@@ -52,6 +52,9 @@ pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, 
  * step's environment but nothing of a generation's): its pid, or -1 if it
  * could not be started (said on stderr). */
 pid_t pm_rank_exec_standby(struct pm_rank_exec *x, int grank);
+/* --procmgr-warm=python:MODS: x->sb_argv becomes the command's interpreter
+ * on procmgr's python standby; left NULL if argv[0] is not a python. */
+void pm_rank_exec_python_argv(struct pm_rank_exec *x, const char *mods);
 /* Descendants that left the process group come back to us (we are their
  * subreaper) once their parent is gone: none may outlive the generation.
  * keep (the standby, or 0) is spared. */
