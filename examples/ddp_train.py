@@ -164,6 +164,11 @@ def maybe_crash(step, rank, timings):
             and str(step) == os.environ.get("CRASH_STEP")
             and not os.path.exists(marker)):
         open(marker, "w").close()
+        go = os.environ.get("CRASH_GO")
+        while go and not os.path.exists(go):
+            # The test says when (tests/integration/warm.bats: once every
+            # rank's standby waits).
+            time.sleep(0.01)
         if os.environ.get("CRASH_HOW") == "wait":
             # Stands still for its whole node to be crashed from outside
             # (tests/integration/spares.bats): the others block in the

@@ -5,7 +5,7 @@ what a plain, unsupervised run would) outside procmgr, so that the same
 script runs under procmgr, under torchrun, or by hand.
 
     import procmgr
-    procmgr.ready()                  # today: returns at once (see ready())
+    procmgr.ready()                  # warm: wait here for the generation
     ...
     for step in range(start, steps):
         procmgr.heartbeat(step)      # liveness, and where training is
@@ -26,6 +26,7 @@ __all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "loca
 
 _ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
 _ENV_RESTART_COUNT = "PROCMGR_RESTART_COUNT"
+_ENV_WARM_FD = "PROCMGR_WARM_FD"
 
 
 def under_procmgr():
@@ -72,14 +73,58 @@ def heartbeat(step=None):
 def ready():
     """Say that the program's start-up is done and wait for its generation.
 
-    Every generation is started cold today: the process already is its
-    generation's, with its environment, so this returns at once. With warm
-    generations (a later procmgr), a process started ahead of time blocks
-    here until its generation starts, and os.environ is then updated (RANK,
-    WORLD_SIZE, MASTER_ADDR, MASTER_PORT, the restart count, ...): call it
-    after the expensive imports and before reading that environment.
-    A no-op outside procmgr."""
-    return None
+    With --procmgr-warm=on, procmgr starts each rank's next generation
+    ahead of time, as a standby: it runs the program up to here (the
+    imports, reading the configuration, building the model on the CPU),
+    then blocks in ready() until its generation starts. os.environ is then
+    updated with what a cold start of that generation would have had
+    (PROCMGR_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT, the error file;
+    RANK, GROUP_RANK, MASTER_ADDR after a node's replacement) and it
+    returns. Call it after the expensive imports and before reading that
+    environment. In a generation started cold, it says "ready" (which is
+    how procmgr learns the program speaks the contract: standbys start only
+    after that) and returns at once.
+
+    A no-op, returning False, outside procmgr or without --procmgr-warm;
+    True once the generation started. Only the first call does anything.
+    """
+    fd = os.environ.pop(_ENV_WARM_FD, None)
+    if fd is None:
+        return False
+    try:
+        sock = socket.socket(fileno=int(fd))
+    except (ValueError, OSError):
+        return False
+    with sock:
+        sock.sendall(b"ready\n")
+        env = _read_start(sock)
+    os.environ.update(env)
+    return True
+
+
+def _read_start(sock):
+    """The supervisor's "env NAME=VALUE" lines up to "start GEN": the
+    environment, as a dict. Raises RuntimeError on a closed channel or a
+    line that is not one of those (procmgr then starts the generation cold
+    anyway: this process is no use to it)."""
+    env, buf = {}, b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("procmgr: the warm channel closed before the generation "
+                               "started")
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            text = line.decode("utf-8", "surrogateescape")
+            if text.startswith("env ") and "=" in text:
+                name, value = text[4:].split("=", 1)
+                env[name] = value
+            elif text.startswith("start ") and text[6:].isdigit():
+                return env
+            else:
+                raise RuntimeError("procmgr: unexpected line on the warm channel: %r"
+                                   % text[:64])
 
 
 def restart_count():

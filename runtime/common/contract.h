@@ -35,6 +35,8 @@
 /* procmgrd's link liveness, for its supervisors: milliseconds, 0 off. */
 #define PM_ENV_PEER_TIMEOUT "PROCMGR_PEER_TIMEOUT_MS"
 #define PM_ENV_RESTART_COUNT "PROCMGR_RESTART_COUNT" /* the generation */
+/* --procmgr-warm: the descriptor of the command's warm channel (warm.h). */
+#define PM_ENV_WARM_FD "PROCMGR_WARM_FD"
 /* For procmgr health, to test it on fixture trees. */
 #define PM_ENV_SYSROOT "PROCMGR_SYSROOT"
 #define PM_ENV_NVML_LIB "PROCMGR_NVML_LIB"

@@ -9,6 +9,7 @@
 
 #include "duration.h"
 #include "text.h"
+#include "warm.h"
 
 /* srun --help has no common legend: each duration option ends with the
  * forms, short. A bare number is seconds, not Slurm's minutes. */
@@ -36,6 +37,10 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "output-dir", "DIR",
 	  "Also write each rank's stdout and stderr to DIR/rank.N.out and DIR/rank.N.err "
 	  "(an absolute path, created if missing): kept when srun is lost with its node" },
+	{ "warm", "on|off|python:MOD[,MOD...]",
+	  "Keep each rank's next generation started ahead of time, waiting at a ready point "
+	  "(on: the program says ready, see procmgr.ready(); python:MODS: a server that imported "
+	  "MODS runs an unmodified script)" },
 	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
 	{ "stack-timeout", "TIME",
 	  "At a hang, the bound on taking every rank's stack before the restart "
@@ -313,6 +318,15 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		if (parse_dir(value, o->output_dir, sizeof(o->output_dir), err, errlen))
 			return -1;
 		o->set |= PM_SET_OUTPUT_DIR;
+	} else if (!strcmp(name, "warm")) {
+		enum pm_warm_mode mode;
+		char mods[PM_WARM_MODS_MAX];
+		if (pm_warm_mode_parse(value, &mode, mods, sizeof(mods)))
+			return bad(err, errlen, name, value,
+				   "on, off or python:MOD[,MOD...] (dotted Python module names, "
+				   "at most 511 characters)");
+		snprintf(o->warm, sizeof(o->warm), "%s", mode == PM_WARM_OFF ? "off" : value);
+		o->set |= PM_SET_WARM;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -426,6 +440,9 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 	if ((o->set & PM_SET_OUTPUT_DIR) && o->output_dir[0] &&
 	    put(buf, len, &off, "%soutput-dir=%s%s", o->output_dir, ""))
 		return -1;
+	if ((o->set & PM_SET_WARM) && o->warm[0] &&
+	    put(buf, len, &off, "%swarm=%s%s", o->warm, ""))
+		return -1;
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
@@ -462,6 +479,8 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		dst->stack_timeout_ms = l->stack_timeout_ms;
 	if (l->set & PM_SET_OUTPUT_DIR)
 		strcpy(dst->output_dir, l->output_dir);
+	if (l->set & PM_SET_WARM)
+		strcpy(dst->warm, l->warm);
 	dst->set |= l->set;
 }
 

@@ -42,6 +42,7 @@ enum {
 	PM_SET_SPARES = 1u << 9,
 	PM_SET_STACK = 1u << 10,
 	PM_SET_OUTPUT_DIR = 1u << 11,
+	PM_SET_WARM = 1u << 12,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -63,6 +64,7 @@ struct pm_opts {
 	/* Each rank's stdout and stderr also go to files there: an absolute
 	 * path without blanks (options travel space-separated), "" for none. */
 	char output_dir[PM_OUTPUT_DIR_MAX];
+	char warm[600];              /* --procmgr-warm: "" or off, on, python:MOD,... */
 	bool verbose;
 };
 

@@ -148,6 +148,7 @@ static const struct site_key keys[] = {
 	{ "default_grace", parse_default,
 	  "a duration from 0 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "default_spares", parse_default, "a whole number of nodes from 0 to 100000", 0 },
+	{ "default_warm", parse_default, "on, off or python:MOD[,MOD...]", 0 },
 	{ "health", parse_health, PM_CHECK_GRAMMAR, 0 },
 	{ "health_timeout", parse_health_timeout,
 	  "a duration from 0.1 to 3600 s: " PM_DURATION_FORMS, 0 },

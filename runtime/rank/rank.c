@@ -25,6 +25,7 @@
 #include "common/options.h"
 #include "common/policy.h"
 #include "common/text.h"
+#include "common/warm.h"
 #include "io/conn.h"
 #include "io/loop.h"
 #include "io/outdir.h"
@@ -53,7 +54,112 @@ struct rank {
 	 * the step's stack-timeout */
 	struct pm_rank_stack stack;
 	unsigned stack_ms;
+	/* Warm channels: [0] the running command's, [1] the standby's. */
+	struct warm_ch {
+		struct pm_watch w;
+		struct pm_warm_buf buf;
+		struct rank *r;
+	} ch[2];
 };
+
+/* ---- warm channels ---- */
+
+static void ch_close(struct rank *r, int i)
+{
+	if (r->ch[i].w.fd < 0)
+		return;
+	pm_loop_del(&r->loop, &r->ch[i].w);
+	close(r->ch[i].w.fd);
+	r->ch[i].w.fd = -1;
+	r->ch[i].buf.len = 0;
+}
+
+/* "ready" from the command or the standby; anything else is refused, said. */
+static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct warm_ch *ch = w->arg;
+	struct rank *r = ch->r;
+	int i = ch == &r->ch[1];
+	char data[PM_WARM_LINE_MAX], line[PM_WARM_LINE_MAX], why[256];
+	struct pm_warm_line wl;
+	ssize_t n;
+	int len;
+	(void)l;
+	(void)ev;
+
+	n = read(w->fd, data, sizeof(data));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) { /* closed: its process ended, or is done with it */
+		ch_close(r, i);
+		return;
+	}
+	if (pm_warm_buf_add(&ch->buf, data, (size_t)n, why, sizeof(why))) {
+		fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s; closed\n",
+			r->m.grank, r->cfg.node, i ? "standby" : "command", why);
+		ch_close(r, i);
+		return;
+	}
+	while ((len = pm_warm_buf_line(&ch->buf, line, sizeof(line))) >= 0) {
+		struct pm_rank_ev e = { .type = PM_RE_READY, .rank = -1, .status = i };
+		if (pm_warm_parse(line, (size_t)len, &wl, why, sizeof(why)) ||
+		    wl.kind != PM_WARM_READY) {
+			fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s "
+				"(a program says only: ready)\n", r->m.grank, r->cfg.node,
+				i ? "standby" : "command",
+				wl.kind != PM_WARM_READY ? "not a program's line" : why);
+			continue;
+		}
+		pm_rank_m_event(&r->m, &e);
+		if (r->ch[i].w.fd < 0)
+			return;
+	}
+}
+
+/* A new channel as [i]; the other end, for the child, in r->x.warm_fd. */
+static int ch_open(struct rank *r, int i)
+{
+	int sv[2];
+
+	ch_close(r, i);
+	r->x.warm_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		fprintf(stderr, "procmgr: rank %d on %s: no warm channel: %s\n", r->m.grank,
+			r->cfg.node, strerror(errno));
+		return -1;
+	}
+	r->ch[i].w = (struct pm_watch){ .fd = sv[0], .fn = on_warm, .arg = &r->ch[i] };
+	r->ch[i].r = r;
+	if (pm_loop_add(&r->loop, &r->ch[i].w, EPOLLIN)) {
+		close(sv[0]);
+		close(sv[1]);
+		r->ch[i].w.fd = -1;
+		return -1;
+	}
+	r->x.warm_fd = sv[1];
+	return 0;
+}
+
+static void ch_child_end_done(struct rank *r)
+{
+	if (r->x.warm_fd >= 0)
+		close(r->x.warm_fd);
+	r->x.warm_fd = -1;
+}
+
+static int ch_write(struct rank *r, int i, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(r->ch[i].w.fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 /* ---- the machine's effects ---- */
 
@@ -98,11 +204,87 @@ static pid_t op_spawn(void *ctx, const struct pm_rank_m *m, bool *noexec)
 	struct rank *r = ctx;
 	struct pm_rank_who who = { .gen = m->gen, .grank = m->grank, .group = m->group,
 				   .master = m->master };
+	pid_t pid;
 
 	pm_tail_reset(&r->pump.tail);
 	output_files(r, &who);
 	r->x.link_fd = r->c ? r->c->w.fd : -1;
-	return pm_rank_exec_spawn(&r->x, &who, noexec);
+	ch_close(r, 0);
+	r->x.warm_fd = -1;
+	if (r->cfg.warm != PM_RW_OFF)
+		ch_open(r, 0); /* without one, the command is cold as without warm */
+	pid = pm_rank_exec_spawn(&r->x, &who, noexec);
+	ch_child_end_done(r);
+	return pid;
+}
+
+static pid_t op_standby(void *ctx, const struct pm_rank_m *m)
+{
+	struct rank *r = ctx;
+	pid_t pid;
+
+	if (r->cfg.warm == PM_RW_PYTHON && !r->x.sb_argv) {
+		fprintf(stderr, "procmgr: rank %d on %s: --procmgr-warm=python: the command is not "
+			"a python interpreter (%s); every generation starts cold\n", m->grank,
+			r->cfg.node, r->x.argv[0]);
+		return -1;
+	}
+	r->x.link_fd = r->c ? r->c->w.fd : -1;
+	if (ch_open(r, 1))
+		return -1;
+	pid = pm_rank_exec_standby(&r->x, m->grank);
+	ch_child_end_done(r);
+	if (pid <= 0)
+		ch_close(r, 1);
+	return pid;
+}
+
+/* The standby becomes the generation: its environment, then "start"; its
+ * channel is the command's from now on. */
+static int op_release(void *ctx, const struct pm_rank_m *m, bool standby)
+{
+	struct rank *r = ctx;
+	struct pm_rank_who who = { .gen = m->gen, .grank = m->grank, .group = m->group,
+				   .master = m->master };
+	struct pm_rank_envvar vars[PM_RANK_GENENV_MAX];
+	char buf[PM_RANK_GENENV_MAX * (PM_WARM_LINE_MAX + 1)], why[256];
+	size_t off = 0;
+	int i, n, k;
+
+	if (!standby) {
+		n = pm_warm_format_start(buf, sizeof(buf), m->gen);
+		return r->ch[0].w.fd < 0 || n < 0 || ch_write(r, 0, buf, (size_t)n) ? -1 : 0;
+	}
+	if (r->ch[1].w.fd < 0)
+		return -1;
+	pm_tail_reset(&r->pump.tail);
+	pm_rank_exec_prepare(&r->x, &who, true);
+	n = pm_rank_exec_genenv(&r->x, &who, vars);
+	for (i = 0; i < n; i++) {
+		k = pm_warm_format_env(buf + off, sizeof(buf) - off, vars[i].name, vars[i].value,
+				       why, sizeof(why));
+		if (k < 0) {
+			fprintf(stderr, "procmgr: rank %d on %s: %s\n", m->grank, r->cfg.node, why);
+			return -1;
+		}
+		off += (size_t)k;
+	}
+	k = pm_warm_format_start(buf + off, sizeof(buf) - off, m->gen);
+	if (k < 0 || ch_write(r, 1, buf, off + (size_t)k)) {
+		ch_close(r, 1);
+		return -1;
+	}
+	ch_close(r, 0);
+	r->ch[0] = r->ch[1];
+	r->ch[0].w.arg = &r->ch[0];
+	pm_loop_del(&r->loop, &r->ch[1].w);
+	r->ch[1].w.fd = -1;
+	r->ch[1].buf.len = 0;
+	if (pm_loop_add(&r->loop, &r->ch[0].w, EPOLLIN)) {
+		close(r->ch[0].w.fd);
+		r->ch[0].w.fd = -1;
+	}
+	return 0;
 }
 
 static void op_send(void *ctx, enum pm_msg_type t, uint32_t gen, int status, unsigned flags,
@@ -204,6 +386,8 @@ static const struct pm_rank_ops rank_ops = {
 	.say = op_say,
 	.wall_ms = op_wall_ms,
 	.done = op_done,
+	.standby = op_standby,
+	.release = op_release,
 };
 
 /* ---- events ---- */
@@ -250,11 +434,20 @@ static void on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 			int status;
 			pid_t pid;
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (pid > 0 && pid == r->m.sb) {
+					kill(-pid, SIGKILL);
+					ch_close(r, 1);
+					e.type = PM_RE_SB_EXIT;
+					e.status = status;
+					pm_rank_m_event(&r->m, &e);
+					continue;
+				}
 				if (pid != r->m.child)
 					continue;
 				/* What the command left in its group goes with it. */
 				kill(-pid, SIGKILL);
-				pm_rank_exec_kill_strays();
+				pm_rank_exec_kill_strays(r->m.sb);
+				ch_close(r, 0);
 				pm_rank_pump_drain(&r->pump_out, true);
 				pm_rank_pump_drain(&r->pump, true);
 				e.type = PM_RE_CHILD_EXIT;
@@ -356,6 +549,8 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	const char *s = getenv(PM_ENV_STEP_OPTS);
 	struct pm_opts o;
 	unsigned v = 0;
+	enum pm_warm_mode mode;
+	char mods[PM_WARM_MODS_MAX];
 
 	r->cfg.node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "?";
 	if (env_uint(PM_ENV_RANK, &v) == 0)
@@ -370,6 +565,11 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	r->stack_ms = o.stack_timeout_ms;
 	r->cfg.hang_ms = o.hang_timeout_ms;
 	r->cfg.hang_first_ms = o.hang_first_ms;
+	if (o.warm[0] && pm_warm_mode_parse(o.warm, &mode, mods, sizeof(mods)) == 0)
+		r->cfg.warm = mode == PM_WARM_CONTRACT ? PM_RW_CONTRACT :
+			      mode == PM_WARM_PYTHON ? PM_RW_PYTHON : PM_RW_OFF;
+	if (r->cfg.warm == PM_RW_PYTHON)
+		pm_rank_exec_python_argv(&r->x, mods);
 	r->heartbeat = r->cfg.hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
 	r->cfg.heartbeat = r->heartbeat != NULL;
 	r->x.heartbeat = r->heartbeat;
@@ -486,7 +686,8 @@ int main(int argc, char **argv)
 	const char *argv0 = getenv(PM_ENV_ARGV0);
 	int grank = 0;
 
-	r.x.link_fd = r.x.err_fd = r.x.out_fd = -1;
+	r.x.link_fd = r.x.err_fd = r.x.out_fd = r.x.warm_fd = -1;
+	r.ch[0].w.fd = r.ch[1].w.fd = -1;
 	r.pump.err_fd = r.pump.child_fd = r.pump.file_fd = -1;
 	r.pump_out.err_fd = r.pump_out.child_fd = r.pump_out.file_fd = -1;
 	r.out_dfd = r.file_rank = -1;
@@ -516,6 +717,8 @@ int main(int argc, char **argv)
 		unlink(r.x.error_file);
 	if (r.c)
 		pm_conn_free(r.c);
+	if (r.m.sb > 0)
+		kill(-r.m.sb, SIGKILL);
 	pm_rank_stack_stop(&r.stack);
 	if (r.heartbeat)
 		unlink(r.heartbeat);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,12 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/warm.h"
 #include "common/wire.h"
 
-void pm_rank_exec_kill_strays(void)
+#define PM_WARM_ARGV_MAX 4096
+
+void pm_rank_exec_kill_strays(pid_t keep)
 {
 	char path[300], buf[4096];
 	DIR *dir = opendir("/proc/self/task");
@@ -37,39 +41,58 @@ void pm_rank_exec_kill_strays(void)
 			continue;
 		buf[n] = '\0';
 		for (p = strtok_r(buf, " \n", &save); p; p = strtok_r(NULL, " \n", &save))
-			kill((pid_t)atoi(p), SIGKILL);
+			if ((pid_t)atoi(p) != keep)
+				kill((pid_t)atoi(p), SIGKILL);
 	}
 	closedir(dir);
+}
+
+static void put(struct pm_rank_envvar *vars, int *n, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void put(struct pm_rank_envvar *vars, int *n, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n >= PM_RANK_GENENV_MAX)
+		return;
+	vars[*n].name = name;
+	va_start(ap, fmt);
+	vsnprintf(vars[*n].value, sizeof(vars[*n].value), fmt, ap);
+	va_end(ap);
+	(*n)++;
+}
+
+int pm_rank_exec_genenv(const struct pm_rank_exec *x, const struct pm_rank_who *who,
+			struct pm_rank_envvar *vars)
+{
+	int n = 0;
+
+	put(vars, &n, PM_ENV_RESTART_COUNT, "%u", who->gen);
+	put(vars, &n, PM_ENV_TE_RESTART_COUNT, "%u", who->gen);
+	if (who->group >= 0) {
+		put(vars, &n, PM_ENV_RANK, "%d", who->grank);
+		put(vars, &n, PM_ENV_ROLE_RANK, "%d", who->grank);
+		put(vars, &n, PM_ENV_GROUP_RANK, "%d", who->group);
+		if (who->master && who->master[0])
+			put(vars, &n, PM_ENV_MASTER_ADDR, "%s", who->master);
+	}
+	if (x->error_file[0])
+		put(vars, &n, PM_ENV_TE_ERROR_FILE, "%s", x->error_file);
+	return n;
 }
 
 /* In the child, between fork and exec. */
 static void child_env(struct pm_rank_exec *x, const struct pm_rank_who *who)
 {
-	char v[16];
+	struct pm_rank_envvar vars[PM_RANK_GENENV_MAX];
+	int i, n = pm_rank_exec_genenv(x, who, vars);
 
-	snprintf(v, sizeof(v), "%u", who->gen);
-	setenv(PM_ENV_RESTART_COUNT, v, 1);
-	setenv(PM_ENV_TE_RESTART_COUNT, v, 1);
-	if (who->group >= 0) {
-		snprintf(v, sizeof(v), "%d", who->grank);
-		setenv(PM_ENV_RANK, v, 1);
-		setenv(PM_ENV_ROLE_RANK, v, 1);
-		snprintf(v, sizeof(v), "%d", who->group);
-		setenv(PM_ENV_GROUP_RANK, v, 1);
-		if (who->master && who->master[0])
-			setenv(PM_ENV_MASTER_ADDR, who->master, 1);
-	}
-	if (x->error_file[0])
-		setenv(PM_ENV_TE_ERROR_FILE, x->error_file, 1);
+	for (i = 0; i < n; i++)
+		setenv(vars[i].name, vars[i].value, 1);
 }
 
-pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec)
+void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who, bool warm)
 {
-	int ep[2], e;
-	ssize_t n;
-	pid_t pid, parent = getpid();
-
-	*noexec = false;
 	if (x->heartbeat)
 		unlink(x->heartbeat); /* judged after its first heartbeat, or FIRST */
 	/* An error is the generation's own: the last one's file goes. */
@@ -81,16 +104,42 @@ pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, 
 		unlink(x->error_file);
 	/* In the ranks' output and per-task files, where a generation begins. */
 	if (who->gen > 0)
-		fprintf(stderr, "procmgr: rank %d: generation %u starts\n", who->grank, who->gen);
+		fprintf(stderr, "procmgr: rank %d: generation %u starts%s\n", who->grank, who->gen,
+			warm ? " (warm)" : "");
+}
+
+/* The warm channel stays open across exec, under the number the
+ * environment names. */
+static void child_warm_fd(const struct pm_rank_exec *x)
+{
+	char v[16];
+
+	if (x->warm_fd < 0) {
+		unsetenv(PM_ENV_WARM_FD);
+		return;
+	}
+	fcntl(x->warm_fd, F_SETFD, 0);
+	snprintf(v, sizeof(v), "%d", x->warm_fd);
+	setenv(PM_ENV_WARM_FD, v, 1);
+}
+
+static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, int grank,
+		       char **argv, bool *noexec)
+{
+	int ep[2], e;
+	ssize_t n;
+	pid_t pid, parent = getpid();
+
+	*noexec = false;
 	/* Closed by a successful exec; an errno comes back through it if exec
 	 * fails, which tells "cannot run" from a command exiting 127. */
 	if (pipe2(ep, O_CLOEXEC)) {
-		fprintf(stderr, "procmgr: rank %d: pipe: %s\n", who->grank, strerror(errno));
+		fprintf(stderr, "procmgr: rank %d: pipe: %s\n", grank, strerror(errno));
 		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "procmgr: rank %d: fork: %s\n", who->grank, strerror(errno));
+		fprintf(stderr, "procmgr: rank %d: fork: %s\n", grank, strerror(errno));
 		close(ep[0]);
 		close(ep[1]);
 		return -1;
@@ -112,17 +161,25 @@ pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, 
 		}
 		sigprocmask(SIG_SETMASK, &x->orig_mask, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		child_env(x, who);
+		if (who) {
+			child_env(x, who);
+		} else {
+			/* A standby has no generation yet (the step's 0 is not its
+			 * own): START sends it. */
+			unsetenv(PM_ENV_RESTART_COUNT);
+			unsetenv(PM_ENV_TE_RESTART_COUNT);
+		}
+		child_warm_fd(x);
 		if (x->err_fd >= 0 && dup2(x->err_fd, STDERR_FILENO) < 0)
 			_exit(126);
 		if (x->out_fd >= 0 && dup2(x->out_fd, STDOUT_FILENO) < 0)
 			_exit(126);
 		close(ep[0]);
-		execvp(x->argv[0], x->argv);
+		execvp(argv[0], argv);
 		e = errno;
 		(void)!write(ep[1], &e, sizeof(e));
-		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", who->grank,
-			x->argv[0], strerror(e));
+		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", grank, argv[0],
+			strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	setpgid(pid, pid); /* both sides: no race with the first kill */
@@ -132,6 +189,20 @@ pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, 
 	*noexec = n == (ssize_t)sizeof(e);
 	close(ep[0]);
 	return pid;
+}
+
+pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec)
+{
+	pm_rank_exec_prepare(x, who, false);
+	return fork_exec(x, who, who->grank, x->argv, noexec);
+}
+
+pid_t pm_rank_exec_standby(struct pm_rank_exec *x, int grank)
+{
+	bool noexec;
+	pid_t pid = fork_exec(x, NULL, grank, x->sb_argv ? x->sb_argv : x->argv, &noexec);
+
+	return noexec ? -1 : pid;
 }
 
 void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, char *text,
@@ -155,4 +226,41 @@ void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, ch
 	}
 	pm_tail_lines(tail, PM_TAIL_LINES, lines, sizeof(lines));
 	pm_err_from_tail(lines, text, len);
+}
+
+/* --procmgr-warm=python:MODS: the command's own interpreter runs procmgr's
+ * server (python/procmgr/standby.py, installed beside the module, or
+ * from the source tree procmgr-rank was built in), which imports MODS,
+ * says ready, and at START runs the command's script as the interpreter
+ * would have. NULL (every generation cold, said) if the command is not
+ * a python interpreter. */
+static const char py_boot[] =
+	"import os, sys\n"
+	"for d in ('" PM_PYTHONMODDIR "', '" PM_SRC_PYTHONDIR "'):\n"
+	"    if os.path.isfile(os.path.join(d, 'procmgr', 'standby.py')):\n"
+	"        sys.path.insert(0, d)\n"
+	"        break\n"
+	"from procmgr.standby import main\n"
+	"main()\n";
+
+void pm_rank_exec_python_argv(struct pm_rank_exec *x, const char *mods)
+{
+	static char modsbuf[PM_WARM_MODS_MAX];
+	static char *py_argv[PM_WARM_ARGV_MAX];
+	int n = 0, i;
+
+	if (!pm_warm_is_python(x->argv[0]))
+		return;
+	snprintf(modsbuf, sizeof(modsbuf), "%s", mods);
+	py_argv[n++] = x->argv[0];
+	py_argv[n++] = "-c";
+	py_argv[n++] = (char *)py_boot;
+	py_argv[n++] = modsbuf;
+	py_argv[n++] = "--";
+	for (i = 1; x->argv[i] && n < PM_WARM_ARGV_MAX - 1; i++)
+		py_argv[n++] = x->argv[i];
+	if (x->argv[i])
+		return; /* too many arguments: cold, said */
+	py_argv[n] = NULL;
+	x->sb_argv = py_argv;
 }

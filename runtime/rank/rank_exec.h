@@ -15,6 +15,8 @@
 
 struct pm_rank_exec {
 	char **argv;
+	char **sb_argv;         /* a standby's command: argv, or procmgr's python server */
+	int warm_fd;            /* the child's end of its warm channel; -1: none */
 	sigset_t orig_mask;     /* what the command gets, as slurmstepd gave us */
 	int link_fd;            /* procmgrd's socket: its pid may trace; -1 */
 	int err_fd;             /* the command's stderr; -1: ours */
@@ -31,11 +33,33 @@ struct pm_rank_who {
 	const char *master;
 };
 
+/* What a generation's command gets on top of the step's environment, the
+ * same for a cold start (set before exec) and a warm one (sent to the
+ * standby): the restart count, the error file, who it is after a
+ * replacement. */
+#define PM_RANK_GENENV_MAX 8
+struct pm_rank_envvar {
+	const char *name;
+	char value[PATH_MAX];
+};
+int pm_rank_exec_genenv(const struct pm_rank_exec *x, const struct pm_rank_who *who,
+			struct pm_rank_envvar *vars);
+/* Before a generation starts, cold or warm: the last one's heartbeat and
+ * error file go, and its start is said (gen > 0). */
+void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who, bool warm);
 /* Forks and execs; the pid, or -1 (said on stderr). noexec: exec failed. */
 pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec);
+/* The next generation's process, ahead of time (sb_argv, x->warm_fd, the
+ * step's environment but nothing of a generation's): its pid, or -1 if it
+ * could not be started (said on stderr). */
+pid_t pm_rank_exec_standby(struct pm_rank_exec *x, int grank);
+/* --procmgr-warm=python:MODS: x->sb_argv becomes the command's interpreter
+ * on procmgr's python standby; left NULL if argv[0] is not a python. */
+void pm_rank_exec_python_argv(struct pm_rank_exec *x, const char *mods);
 /* Descendants that left the process group come back to us (we are their
- * subreaper) once their parent is gone: none may outlive the generation. */
-void pm_rank_exec_kill_strays(void);
+ * subreaper) once their parent is gone: none may outlive the generation.
+ * keep (the standby, or 0) is spared. */
+void pm_rank_exec_kill_strays(pid_t keep);
 /* Why the command failed: torch's error file, or else its stderr's last
  * lines; "" if neither says anything. */
 void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, char *text,

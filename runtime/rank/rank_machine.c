@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "common/text.h"
 
@@ -47,9 +48,20 @@ static void capture_then_stop(struct pm_rank_m *m)
 		stop_child(m, PM_RS_STOPPING);
 }
 
+/* A standby is worth nothing once we end: killed, not asked (it waits in
+ * its start-up, nothing of it to save). */
+static void drop_standby(struct pm_rank_m *m)
+{
+	if (m->sb > 0)
+		m->ops->kill(m->ctx, -m->sb, SIGKILL);
+	m->sb = 0;
+	m->sb_state = PM_SB_NONE;
+}
+
 static void finish(struct pm_rank_m *m, int code)
 {
 	m->exit_code = code;
+	drop_standby(m);
 	switch (m->state) {
 	case PM_RS_RUNNING:
 	case PM_RS_CAPTURING:
@@ -75,6 +87,74 @@ static void nop(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	(void)ev;
 }
 
+/* Behind every generation, the next one's process: once the program
+ * earned it (said ready once, or procmgr's python server) and none waits.
+ * Not before the generation trains again (its first heartbeat, where they
+ * are watched): a standby's start-up (import torch) on the same cores
+ * slowed the rendezvous and first step it was there to speed up
+ * (bench/recovery: 2 s more on the testbed). */
+static void next_standby(struct pm_rank_m *m)
+{
+	pid_t pid;
+
+	if (m->cfg.warm == PM_RW_OFF || !m->warm_ok || m->sb_state != PM_SB_NONE)
+		return;
+	if (m->cfg.heartbeat && !m->beat && m->state == PM_RS_RUNNING)
+		return;
+	pid = m->ops->standby(m->ctx, m);
+	if (pid <= 0) { /* said why; it would fail the same way again */
+		m->cfg.warm = PM_RW_OFF;
+		return;
+	}
+	m->sb = pid;
+	m->sb_state = PM_SB_WARMING;
+}
+
+static void fmt_status(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+}
+
+/* The standby, if one is ready, becomes the generation: its pid, or 0
+ * (and why not, said, where warm generations were asked for). */
+static pid_t hand_over(struct pm_rank_m *m)
+{
+	char why[64];
+	pid_t pid;
+
+	if (m->cfg.warm == PM_RW_OFF)
+		return 0;
+	if (m->sb_state == PM_SB_READY) {
+		pid = m->sb;
+		m->sb = 0;
+		m->sb_state = PM_SB_NONE;
+		if (m->ops->release(m->ctx, m, true) == 0)
+			return pid;
+		m->ops->kill(m->ctx, -pid, SIGKILL);
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its standby was lost "
+		    "at the hand-over", m->grank, m->cfg.node, m->gen);
+		return 0;
+	}
+	if (m->sb_state == PM_SB_WARMING) {
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its standby is not "
+		    "ready yet", m->grank, m->cfg.node, m->gen);
+	} else if (m->sb_lost >= 0) {
+		fmt_status(m->sb_lost, why, sizeof(why));
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its standby ended "
+		    "before it was ready (%s)", m->grank, m->cfg.node, m->gen, why);
+	} else if (!m->warm_ok && m->gen > 0 && !m->said_never) {
+		m->said_never = true;
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: the program never "
+		    "said ready (--procmgr-warm=on: see procmgr.ready())", m->grank, m->cfg.node,
+		    m->gen);
+	}
+	m->sb_lost = -1;
+	return 0;
+}
+
 static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
 	bool noexec = false;
@@ -96,7 +176,10 @@ static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	m->beat_wall_ms = m->ops->wall_ms(m->ctx);
 	/* Judged after its first heartbeat, or after hang_first_ms without. */
 	m->ops->timer(m->ctx, PM_RT_HANG, m->cfg.heartbeat ? m->cfg.hang_first_ms : 0);
-	pid = m->ops->spawn(m->ctx, m, &noexec);
+	pid = hand_over(m);
+	m->warm_start = pid > 0;
+	if (pid <= 0)
+		pid = m->ops->spawn(m->ctx, m, &noexec);
 	if (pid <= 0) {
 		m->ops->timer(m->ctx, PM_RT_HANG, 0);
 		send(m, PM_MSG_RANK_EXIT, 127 << 8, 0, NULL);
@@ -106,6 +189,7 @@ static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	m->noexec = noexec;
 	m->state = PM_RS_RUNNING;
 	send(m, PM_MSG_RANK_RUN, pid, 0, NULL);
+	next_standby(m);
 }
 
 /* A STOP for another generation, or with nothing running: said done. */
@@ -224,6 +308,7 @@ static void beat(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	if (!m->beat) /* for the root's "every rank beats" */
 		send(m, PM_MSG_RANK_RUN, m->child, PM_FLAG_BEAT, NULL);
 	m->beat = true;
+	next_standby(m);
 	m->beat_wall_ms = m->ops->wall_ms(m->ctx);
 	m->ops->timer(m->ctx, PM_RT_HANG, m->cfg.hang_ms);
 }
@@ -267,15 +352,41 @@ static void recode_signal(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	m->exit_code = 128 + ev->status;
 }
 
+/* "ready" from the standby: the next START hands it over. From the
+ * running command (started cold): it speaks the contract, it goes on at
+ * once, and from now on a standby waits behind each generation. */
+static void ready(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+{
+	if (ev->status) {
+		if (m->sb_state == PM_SB_WARMING)
+			m->sb_state = PM_SB_READY;
+		return;
+	}
+	if (m->child <= 0 || m->ops->release(m->ctx, m, false))
+		return;
+	m->warm_ok = true;
+	if (m->state == PM_RS_RUNNING)
+		next_standby(m);
+}
+
+/* A standby that ended by itself (not killed by us): the next START says
+ * so and starts cold, and a new standby is tried behind it. */
+static void sb_exit(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+{
+	m->sb = 0;
+	m->sb_state = PM_SB_NONE;
+	m->sb_lost = ev->status;
+}
+
 /* clang-format off */
 static action *const actions[PM_RS_NSTATES][PM_RE_NEVENTS] = {
-	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT */
-	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent },
-	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent },
-	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent },
-	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent },
-	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop },
-	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop },
+	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT  READY  SB_EXIT */
+	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit },
+	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent, ready, sb_exit },
+	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent, ready, sb_exit },
+	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit },
+	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop,         nop,   nop },
+	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop,         nop,   nop },
 };
 /* clang-format on */
 
@@ -289,6 +400,8 @@ void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,
 	m->ctx = ctx;
 	m->grank = grank;
 	m->group = -1;
+	m->sb_lost = -1;
+	m->warm_ok = cfg->warm == PM_RW_PYTHON;
 }
 
 void pm_rank_m_event(struct pm_rank_m *m, const struct pm_rank_ev *ev)
@@ -322,6 +435,6 @@ const char *pm_rank_event_name(enum pm_rank_event e)
 	static const char *const names[] = { "start", "stop", "stop-hung", "finish",
 					     "child-exit", "sigterm", "signal", "grace",
 					     "hang", "beat", "captured", "link-lost",
-					     "peer-silent" };
+					     "peer-silent", "ready", "standby-exit" };
 	return (unsigned)e < PM_RE_NEVENTS ? names[e] : "?";
 }

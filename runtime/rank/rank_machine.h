@@ -37,6 +37,8 @@ enum pm_rank_event {
 	PM_RE_CAPTURED,    /* the hang's stack capture ended */
 	PM_RE_LINK_LOST,   /* procmgrd's connection closed: why (NULL: orderly) */
 	PM_RE_PEER_SILENT, /* procmgrd said nothing for the peer timeout */
+	PM_RE_READY,       /* "ready" on a warm channel: status 1 the standby, 0 the command */
+	PM_RE_SB_EXIT,     /* the standby ended by itself: status */
 	PM_RE_NEVENTS
 };
 
@@ -50,6 +52,16 @@ struct pm_rank_ev {
 };
 
 enum pm_rank_timer { PM_RT_GRACE, PM_RT_HANG };
+
+/* The next generation's process, started ahead of time (--procmgr-warm):
+ * a second, smaller machine beside the command's state. */
+enum pm_rank_sb {
+	PM_SB_NONE,    /* none: warm is off, not earned yet, or it was used or lost */
+	PM_SB_WARMING, /* started, its start-up not done */
+	PM_SB_READY,   /* said ready: the next START hands it the generation */
+};
+
+enum pm_rank_warm { PM_RW_OFF, PM_RW_CONTRACT, PM_RW_PYTHON };
 
 struct pm_rank_m;
 
@@ -70,12 +82,21 @@ struct pm_rank_ops {
 	void (*say)(void *ctx, const char *line); /* on our stderr */
 	uint64_t (*wall_ms)(void *ctx);
 	void (*done)(void *ctx); /* stop the loop: exit with m->exit_code */
+	/* Warm generations. standby: starts the next generation's process
+	 * ahead of time; its pid, or -1 (said why: warm ends here). release:
+	 * "start" on the warm channel; of the standby (the generation's
+	 * environment first, m->gen, m->grank, ...), or of the running command
+	 * that said ready (nothing to hand over); 0, or -1: the standby is gone
+	 * (its end needs no report). */
+	pid_t (*standby)(void *ctx, const struct pm_rank_m *m);
+	int (*release)(void *ctx, const struct pm_rank_m *m, bool standby);
 };
 
 struct pm_rank_cfg {
 	unsigned grace_ms, hang_ms, hang_first_ms;
 	unsigned peer_timeout_ms; /* procmgrd silent this long: it is gone */
 	bool heartbeat; /* a heartbeat file is watched (hang_ms set) */
+	enum pm_rank_warm warm;
 	const char *node;
 };
 
@@ -96,6 +117,13 @@ struct pm_rank_m {
 	uint64_t beat_wall_ms; /* its last heartbeat, or its start (epoch ms) */
 	int last_status;
 	int exit_code;
+	/* warm generations */
+	enum pm_rank_sb sb_state;
+	pid_t sb;            /* the standby's pid (its own group), 0: none */
+	bool warm_ok;        /* the program said ready once (the contract), or python */
+	bool said_never;     /* "never said ready" was said */
+	int sb_lost;         /* the last standby's wait status when it ended unasked; -1 */
+	bool warm_start;     /* this generation was a standby */
 };
 
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,

@@ -124,10 +124,61 @@ class Environment(unittest.TestCase):
     def test_ready_returns_at_once(self):
         t0 = time.monotonic()
         with mock.patch.dict(os.environ, {"PROCMGR_RESTART_COUNT": "1"}):
-            self.assertIsNone(procmgr.ready())
+            self.assertFalse(procmgr.ready())
         with mock.patch.dict(os.environ, {}, clear=True):
-            self.assertIsNone(procmgr.ready())
+            self.assertFalse(procmgr.ready())
         self.assertLess(time.monotonic() - t0, 0.5)
+
+    def _supervised(self, lines):
+        """ready() against a supervisor's end of a socketpair that answers
+        lines once it reads "ready"; what it read, and ready()'s result."""
+        ours, theirs = socket.socketpair()
+        got = []
+
+        def supervisor():
+            got.append(ours.recv(100))
+            ours.sendall(lines)
+            ours.close()
+        t = threading.Thread(target=supervisor)
+        t.start()
+        env = {"PROCMGR_WARM_FD": str(theirs.detach()), "RANK": "1"}
+        try:
+            with mock.patch.dict(os.environ, env, clear=True):
+                try:
+                    result = procmgr.ready()
+                finally:
+                    after = dict(os.environ)
+        finally:
+            t.join()
+        return got, result, after
+
+    def test_ready_waits_for_the_generation(self):
+        got, result, env = self._supervised(
+            b"env PROCMGR_RESTART_COUNT=2\nenv RANK=5\nenv MASTER_ADDR=n 2=x\nstart 2\n")
+        self.assertEqual(got, [b"ready\n"])
+        self.assertTrue(result)
+        self.assertEqual(env["RANK"], "5")
+        self.assertEqual(env["PROCMGR_RESTART_COUNT"], "2")
+        self.assertEqual(env["MASTER_ADDR"], "n 2=x")
+        # The channel is used once; children do not inherit it.
+        self.assertNotIn("PROCMGR_WARM_FD", env)
+
+    def test_ready_refuses_a_bad_line(self):
+        with self.assertRaisesRegex(RuntimeError, "unexpected line"):
+            self._supervised(b"hello\n")
+        with self.assertRaisesRegex(RuntimeError, "closed before"):
+            self._supervised(b"env A=1\n")
+
+    def test_standby_argv(self):
+        from procmgr import standby
+        self.assertEqual(standby._parse(["torch,numpy", "--", "-u", "t.py", "a"]),
+                         (["torch", "numpy"], ("script", "t.py", ["a"]), True))
+        self.assertEqual(standby._parse(["x", "--", "-m", "pkg.mod", "b"]),
+                         (["x"], ("module", "pkg.mod", ["b"]), False))
+        for bad in (["x", "--", "-c", "print(1)"], ["x", "--"], ["x"]):
+            with self.assertRaises(SystemExit):
+                with mock.patch("sys.stderr"):
+                    standby._parse(bad)
 
 
 def free_port():

@@ -116,9 +116,9 @@ static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
 		"bind", "health", "health-interval", "hang-timeout", "spares", "output-dir",
-		"verbose", "stack-timeout" };
+		"warm", "verbose", "stack-timeout" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", "1", "/tmp", NULL, "1" };
+		"gpu", "1", "1", "1", "/tmp", "on", NULL, "1" };
 	size_t i;
 	(void)state;
 
@@ -1195,6 +1195,47 @@ static void test_site_twice(void **state)
 	assert_int_equal(site(&s, "max_restarts=3", "drain=yes", NULL), 0);
 }
 
+/* --procmgr-warm: its three forms, refusals that say what is allowed, the
+ * round trip through the options text and the site's default under the
+ * user's off. */
+static void test_warm(void **state)
+{
+	struct pm_opts o, p, r;
+	struct pm_site site_cf;
+	(void)state;
+
+	pm_opts_init(&o);
+	opt_ok(&o, "warm", "on");
+	assert_string_equal(o.warm, "on");
+	fmt_is(&o, "procmgr warm=on");
+	opt_ok(&o, "warm", "python:torch,numpy");
+	fmt_is(&o, "procmgr warm=python:torch,numpy");
+	pm_opts_init(&p);
+	assert_int_equal(pm_opts_parse_str(&p, "procmgr warm=python:torch,numpy", "x", err,
+					   sizeof(err)), 0);
+	assert_string_equal(p.warm, "python:torch,numpy");
+	opt_ok(&o, "warm", "no");
+	assert_string_equal(o.warm, "off");
+	assert_int_equal(pm_opt_parse(&o, "warm", "python:", err, sizeof(err)), -1);
+	contains(err, "on, off or python:MOD[,MOD...]");
+	assert_int_equal(pm_opt_parse(&o, "warm", "python:os;id", err, sizeof(err)), -1);
+	contains(err, "'python:os;id'");
+	assert_int_equal(pm_opt_parse(&o, "warm", NULL, err, sizeof(err)), -1);
+	assert_int_equal(pm_opts_parse_str(&p, "procmgr warm", "x", err, sizeof(err)), -1);
+	contains(err, "'warm' needs a value");
+	pm_site_init(&site_cf);
+	assert_int_equal(site(&site_cf, "default_warm=python:torch", NULL, NULL), 0);
+	pm_opts_init(&o);
+	opt_ok(&o, "", NULL);
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_string_equal(r.warm, "python:torch");
+	opt_ok(&o, "warm", "off");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_string_equal(r.warm, "off");
+	assert_int_equal(site(&site_cf, "default_warm=maybe", NULL, NULL), -1);
+	contains(err, "default_warm");
+}
+
 static void test_spares(void **state)
 {
 	struct pm_opts o, r;
@@ -1296,7 +1337,7 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, default_spares, health, health_timeout, peer_timeout, "
+		 "default_grace, default_spares, default_warm, health, health_timeout, peer_timeout, "
 		 "connect_timeout, drain, ports, fanout, "
 		 "state_dir, topology");
 
@@ -1692,6 +1733,7 @@ int main(void)
 		cmocka_unit_test(test_site_bad),
 		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_output_dir),
+		cmocka_unit_test(test_warm),
 		cmocka_unit_test(test_site_unknown),
 		cmocka_unit_test(test_site_default_restart_cap),
 		cmocka_unit_test(test_resolve_site_defaults),

@@ -16,7 +16,8 @@
 
 #include "rank/rank_machine.h"
 
-enum act { A_SPAWN, A_SEND, A_KILL, A_TIMER, A_CAPTURE, A_CAPSTOP, A_SAY, A_DONE };
+enum act { A_SPAWN, A_SEND, A_KILL, A_TIMER, A_CAPTURE, A_CAPSTOP, A_SAY, A_DONE, A_STANDBY,
+	   A_RELEASE };
 
 struct rec {
 	enum act kind;
@@ -34,6 +35,8 @@ struct world {
 	int capture_rc;
 	const char *failure;
 	uint64_t wall;
+	pid_t next_sb;      /* what standby answers */
+	int release_rc;
 	struct pm_rank_m m;
 };
 
@@ -114,25 +117,52 @@ static void op_say(void *ctx, const char *line)
 static uint64_t op_wall_ms(void *ctx) { return ((struct world *)ctx)->wall; }
 static void op_done(void *ctx) { add(ctx, A_DONE); }
 
+static pid_t op_standby(void *ctx, const struct pm_rank_m *m)
+{
+	struct world *w = ctx;
+
+	add(w, A_STANDBY)->gen = m->gen;
+	return w->next_sb;
+}
+
+static int op_release(void *ctx, const struct pm_rank_m *m, bool standby)
+{
+	struct world *w = ctx;
+	struct rec *r = add(w, A_RELEASE);
+
+	r->a = standby;
+	r->b = (int)m->sb;
+	r->gen = m->gen;
+	return w->release_rc;
+}
+
 static const struct pm_rank_ops ops = {
 	.spawn = op_spawn, .send = op_send, .kill = op_kill, .timer = op_timer,
 	.capture = op_capture, .capture_stop = op_capture_stop, .failure = op_failure,
 	.say = op_say, .wall_ms = op_wall_ms, .done = op_done,
+	.standby = op_standby, .release = op_release,
 };
 
-static struct world *world_new(bool heartbeat, unsigned hang_first_ms)
+static struct world *world_new_warm(bool heartbeat, unsigned hang_first_ms,
+				    enum pm_rank_warm warm)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	struct pm_rank_cfg cfg = { .grace_ms = 5000, .hang_ms = 3000,
 				   .hang_first_ms = hang_first_ms,
 				   .peer_timeout_ms = 30000, .heartbeat = heartbeat,
-				   .node = "n1" };
+				   .node = "n1", .warm = warm };
 
 	assert_non_null(w);
 	w->next_pid = 100;
+	w->next_sb = 200;
 	w->wall = 1000;
 	pm_rank_m_init(&w->m, &cfg, &ops, w, 3);
 	return w;
+}
+
+static struct world *world_new(bool heartbeat, unsigned hang_first_ms)
+{
+	return world_new_warm(heartbeat, hang_first_ms, PM_RW_OFF);
 }
 
 static int setup(void **state)
@@ -696,6 +726,309 @@ static void test_no_beat_while_stopping(void **state)
 	assert_int_equal(w->n, 0);
 }
 
+/* ---- warm generations ---- */
+
+static bool said(struct world *w, const char *part)
+{
+	int j;
+
+	for (j = 0; j < w->n; j++)
+		if (w->r[j].kind == A_SAY && strstr(w->r[j].text, part))
+			return true;
+	return false;
+}
+
+/* Contract mode, the whole path: generation 0 starts cold; its "ready"
+ * earns a standby (released at once itself); the standby's "ready"; the
+ * failure; START hands the standby the generation (no fork), a new
+ * standby behind it. */
+static void test_warm_contract(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	struct rec *r;
+	(void)state;
+
+	start(w, 0);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_int_equal(count(w, A_STANDBY), 0); /* not earned yet */
+	assert_int_equal(count(w, A_SAY), 0);
+	ev(w, PM_RE_READY, 0, 0);
+	r = find(w, A_RELEASE, 0);
+	assert_non_null(r);
+	assert_int_equal(r->a, 0); /* the running command, nothing handed over */
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb_state, PM_SB_WARMING);
+	assert_int_equal(w->m.sb, 200);
+	ev(w, PM_RE_READY, 0, 1);
+	assert_int_equal(w->m.sb_state, PM_SB_READY);
+	assert_int_equal(w->n, 0);
+
+	w->failure = "boom";
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	assert_non_null(sent(w, PM_MSG_RANK_EXIT));
+	assert_int_equal(count(w, A_KILL), 0); /* the standby stays */
+	w->next_sb = 201;
+	start(w, 1);
+	assert_int_equal(count(w, A_SPAWN), 0);
+	r = find(w, A_RELEASE, 0);
+	assert_non_null(r);
+	assert_int_equal(r->a, 1);
+	assert_int_equal(r->gen, 1);
+	assert_int_equal(w->m.child, 200);
+	assert_true(w->m.warm_start);
+	r = sent(w, PM_MSG_RANK_RUN);
+	assert_non_null(r);
+	assert_int_equal(r->b, 200);
+	assert_int_equal(r->gen, 1);
+	assert_int_equal(count(w, A_SAY), 0);
+	/* The next one's standby, behind it. */
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb, 201);
+	assert_int_equal(w->m.sb_state, PM_SB_WARMING);
+	assert_int_equal(w->m.state, PM_RS_RUNNING);
+	free(w);
+}
+
+/* A program that never says ready: every generation cold, said once. */
+static void test_warm_never_ready(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	start(w, 1);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	assert_true(said(w, "rank 3 on n1: generation 1 starts cold: the program never said "
+			    "ready"));
+	assert_false(w->m.warm_start);
+	ev(w, PM_RE_CHILD_EXIT, 1, 1 << 8);
+	start(w, 2);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_int_equal(count(w, A_SAY), 0);
+	free(w);
+}
+
+/* START before the standby is ready: cold, said; the standby is kept for
+ * the next generation (not a second one), and serves it once ready. */
+static void test_warm_start_before_ready(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	w->next_pid = 101;
+	start(w, 1);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_true(said(w, "generation 1 starts cold: its standby is not ready yet"));
+	assert_int_equal(count(w, A_KILL), 0);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	assert_int_equal(w->m.child, 101);
+	assert_int_equal(w->m.sb, 200);
+	ev(w, PM_RE_READY, 1, 1);
+	ev(w, PM_RE_CHILD_EXIT, 1, 1 << 8);
+	start(w, 2);
+	assert_int_equal(count(w, A_SPAWN), 0);
+	assert_int_equal(w->m.child, 200);
+	free(w);
+}
+
+/* A standby that dies in its start-up: the next START is cold and says
+ * how it ended; a new standby is tried behind it. */
+static void test_warm_standby_dies(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_SB_EXIT, 0, 3 << 8);
+	assert_int_equal(w->m.sb, 0);
+	assert_int_equal(w->m.sb_state, PM_SB_NONE);
+	assert_int_equal(w->m.state, PM_RS_RUNNING); /* the generation runs on */
+	assert_int_equal(w->n, 0);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	w->next_sb = 202;
+	start(w, 1);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_true(said(w, "generation 1 starts cold: its standby ended before it was ready "
+			    "(exit 3)"));
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb, 202);
+	/* Said for that loss only. */
+	ev(w, PM_RE_SB_EXIT, 1, SIGKILL);
+	ev(w, PM_RE_CHILD_EXIT, 1, 1 << 8);
+	start(w, 2);
+	assert_true(said(w, "(killed by signal 9)"));
+	free(w);
+}
+
+/* The standby said ready but is gone when the generation is handed to it
+ * (EPIPE): killed for sure, cold start, said. */
+static void test_warm_handover_lost(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_READY, 0, 1);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	w->release_rc = -1;
+	w->next_pid = 102;
+	w->next_sb = 203;
+	start(w, 1);
+	assert_true(killed(w, -200, SIGKILL));
+	assert_true(said(w, "generation 1 starts cold: its standby was lost at the hand-over"));
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_int_equal(w->m.child, 102);
+	assert_false(w->m.warm_start);
+	assert_int_equal(w->m.sb, 203);
+	free(w);
+}
+
+/* STOP right after the hand-over: the released standby is the command,
+ * stopped as any; the new standby behind it is left alone. */
+static void test_warm_stop_during_handover(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_READY, 0, 1);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	w->next_sb = 204;
+	start(w, 1);
+	ev(w, PM_RE_STOP, 1, 0);
+	assert_true(killed(w, -200, SIGTERM));
+	assert_false(killed(w, -204, SIGTERM));
+	assert_int_equal(w->m.state, PM_RS_STOPPING);
+	/* The released program's own "ready" (late, or a second call) changes
+	 * nothing about the standby. */
+	ev(w, PM_RE_READY, 1, 0);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_CHILD_EXIT, 1, SIGTERM);
+	assert_non_null(sent(w, PM_MSG_RANK_STOPPED));
+	assert_int_equal(w->m.state, PM_RS_IDLE);
+	assert_int_equal(w->m.sb, 204);
+	assert_int_equal(count(w, A_KILL), 0);
+	free(w);
+}
+
+/* The step's end, scancel, procmgrd lost: the standby is killed with
+ * everything else, whatever state it is in. */
+static void test_warm_end_kills_standby(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_FINISH, 0, 0);
+	assert_true(killed(w, -200, SIGKILL));
+	assert_true(killed(w, -100, SIGTERM));
+	assert_int_equal(w->m.sb, 0);
+	ev(w, PM_RE_SB_EXIT, 0, SIGKILL); /* no report, no change */
+	assert_int_equal(w->n, 0);
+	free(w);
+
+	w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_READY, 0, 1);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	ev(w, PM_RE_SIGTERM, 0, SIGTERM); /* idle, between generations */
+	assert_true(killed(w, -200, SIGKILL));
+	assert_int_equal(count(w, A_DONE), 1);
+	free(w);
+
+	w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	ev(w, PM_RE_LINK_LOST, 0, 0);
+	assert_true(killed(w, -200, SIGKILL));
+	free(w);
+}
+
+/* procmgr's python server: earned from the start, a standby behind the
+ * first generation; a server that cannot be started ends warm (said by
+ * the op) and is not retried at each generation. */
+static void test_warm_python(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_PYTHON);
+	(void)state;
+
+	start(w, 0);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(count(w, A_SAY), 0);
+	free(w);
+
+	w = world_new_warm(false, 0, PM_RW_PYTHON);
+	w->next_sb = -1;
+	start(w, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb_state, PM_SB_NONE);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	start(w, 1);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	assert_int_equal(count(w, A_SPAWN), 1);
+	free(w);
+}
+
+/* With heartbeats watched, the next standby waits for the generation's
+ * first heartbeat: its start-up must not compete with the rendezvous. */
+static void test_warm_standby_after_first_beat(void **state)
+{
+	struct world *w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	(void)state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	assert_non_null(find(w, A_RELEASE, 0));
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_BEAT, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	ev(w, PM_RE_BEAT, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_READY, 0, 1);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	start(w, 1);
+	assert_int_equal(w->m.child, 200);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_BEAT, 1, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	free(w);
+
+	/* A program that beats before it says ready gets its standby then. */
+	w = world_new_warm(true, 0, PM_RW_CONTRACT);
+	start(w, 0);
+	ev(w, PM_RE_BEAT, 0, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	free(w);
+}
+
+/* Warm off: "ready" from anyone does nothing but let the program go on
+ * (a no-op channel is never even opened, but the machine holds anyway). */
+static void test_warm_off(void **state)
+{
+	struct world *w = *state;
+
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 1);
+	assert_int_equal(w->m.sb_state, PM_SB_NONE);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	start(w, 1);
+	assert_int_equal(count(w, A_RELEASE), 0);
+	assert_int_equal(count(w, A_STANDBY), 0);
+	assert_int_equal(count(w, A_SAY), 0);
+}
+
 /* Every state takes every event without leaving the table, and the names
  * cover both enums. */
 static void test_table_total(void **state)
@@ -755,6 +1088,16 @@ int main(void)
 		T(test_signal_forwarded),
 		T(test_no_beat_while_stopping),
 		T(test_table_total),
+		T(test_warm_contract),
+		T(test_warm_never_ready),
+		T(test_warm_start_before_ready),
+		T(test_warm_standby_dies),
+		T(test_warm_handover_lost),
+		T(test_warm_stop_during_handover),
+		T(test_warm_end_kills_standby),
+		T(test_warm_python),
+		T(test_warm_off),
+		T(test_warm_standby_after_first_beat),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

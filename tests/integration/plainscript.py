@@ -1,0 +1,21 @@
+"""An unmodified script for --procmgr-warm=python: (tests/integration/
+warm.bats): it knows nothing of procmgr. Logs what a script sees (its
+argv, __name__, sys.path[0], the generation's environment, whether json
+was imported before it ran), crashes as CRASH_RANK in generation 0 once
+CRASH_GO exists."""
+import os
+import sys
+import time
+
+PRELOADED = "json" in sys.modules
+fd = os.open(os.environ["PM_LOG"], os.O_WRONLY | os.O_APPEND)
+os.write(fd, ("script %d name=%s argv=%s path0=%s gen=%s rank=%s preloaded=%s\n" % (
+    os.getpid(), __name__, ",".join(sys.argv), sys.path[0],
+    os.environ.get("PROCMGR_RESTART_COUNT", ""), os.environ.get("RANK", ""),
+    PRELOADED)).encode())
+os.close(fd)
+if os.environ.get("PROCMGR_RESTART_COUNT") == "0" and \
+        os.environ.get("RANK") == os.environ.get("CRASH_RANK"):
+    while not os.path.exists(os.environ["CRASH_GO"]):
+        time.sleep(0.01)
+    sys.exit(1)

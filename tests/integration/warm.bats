@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# --procmgr-warm: each rank's next generation waits as a standby and a
+# restart hands it the generation (issue 22). The contract with a small
+# program (no torch: fast), a program that never says ready, an
+# unmodified script under the python standby, the DDP example with real
+# torch ending with the unbroken run's loss, and no standby left behind at
+# the end or at scancel.
+load helpers
+
+PY=/usr/bin/python3
+PROG=$top/tests/integration/warmprog.py
+SCRIPT=$top/tests/integration/plainscript.py
+
+# Pids of this testbed's standbys that wait in ready(): started with a warm
+# channel, no generation in their environment, blocked reading it.
+waiting_standbys() {
+	local i pid
+	for i in $(seq 1 "$(cat "$PM_TESTBED_DIR/nodes")"); do
+		for pid in $(tb pids "$i"); do
+			env_has "$pid" "PM_LOG=$PM_LOG" || continue
+			tr "\\0" "\\n" <"/proc/$pid/environ" 2>/dev/null | grep -q "^PROCMGR_WARM_FD=" || continue
+			tr "\\0" "\\n" <"/proc/$pid/environ" 2>/dev/null | grep -q "^PROCMGR_RESTART_COUNT=" && continue
+			[ "$(cat "/proc/$pid/wchan" 2>/dev/null)" = unix_stream_read_generic ] && echo "$pid"
+		done
+	done
+	return 0
+}
+n_waiting() { [ "$(waiting_standbys | wc -l)" -ge "$1" ]; }
+# Every pid listed is gone.
+all_gone() { local p; for p in "$@"; do ! kill -0 "$p" 2>/dev/null || return 1; done; }
+standby_pids() { sed -n 's/^up \([0-9]*\) gen=$/\1/p' "$PM_LOG"; }
+
+@test "contract: a crash hands every rank's waiting standby the next generation, with its environment" {
+	PYTHONPATH=$top/python CRASH_RANK=1 CRASH_GO=$W/go timeout 60 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" a b \
+		2>"$W/err" &
+	local srun=$!
+	# Generation 0's ranks said ready: a standby each, waiting.
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; return 1; }
+	local sb; sb=$(standby_pids | sort -n | tr '\n' ' ')
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+	cat "$PM_LOG" "$W/err"
+	# Generation 1's processes are the standbys of before the crash, each
+	# with a generation-1 environment; none started cold.
+	local g1; g1=$(sed -n 's/^start \([0-9]*\) gen=1 .*/\1/p' "$PM_LOG" | sort -n | tr '\n' ' ')
+	echo "standbys: $sb; generation 1: $g1"
+	[ "$(echo $g1 | wc -w)" -eq 4 ]
+	for p in $g1; do echo " $sb " | grep -q " $p "; done
+	[ "$(grep -c "^start [0-9]* gen=1 rank=[0-3] restart=1 argv=a,b$" "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "generation 1 starts (warm)" "$W/err")" -eq 4 ]
+	! grep -q "starts cold" "$W/err"
+	# The standbys behind generation 1 went with the step.
+	wait_until 15 all_gone $(standby_pids)
+}
+
+@test "contract: a program that never says ready is started cold, and it is said" {
+	PYTHONPATH=$top/python NO_READY=1 CRASH_RANK=1 timeout 60 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" \
+		2>"$W/err" || { cat "$PM_LOG" "$W/err"; return 1; }
+	cat "$PM_LOG" "$W/err"
+	[ "$(grep -c "^start [0-9]* gen=1 " "$PM_LOG")" -eq 4 ]
+	[ -z "$(standby_pids)" ]
+	[ "$(grep -c "generation 1 starts cold: the program never said ready" "$W/err")" -eq 4 ]
+}
+
+@test "no standby is left behind at scancel" {
+	PYTHONPATH=$top/python HOLD=$W/never sbatch -N2 -n4 -o "$W/out" --wrap \
+		"srun --procmgr-restart=on-failure:1 --procmgr-warm=on $PY $PROG" >"$W/job"
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/out"; return 1; }
+	local pids; pids=$(sed -n 's/^\(up\|start\) \([0-9]*\) .*/\2/p' "$PM_LOG" | sort -u)
+	[ "$(echo $pids | wc -w)" -eq 8 ]
+	scancel "$(sed -n 's/.* \([0-9]*\)$/\1/p' "$W/job")"
+	wait_until 20 all_gone $pids || { ps -o pid,args -p "$(echo $pids | tr ' ' ,)"; return 1; }
+}
+
+@test "python: an unmodified script runs from a standby that imported its modules" {
+	CRASH_RANK=2 CRASH_GO=$W/go timeout 60 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=python:json,email.message \
+		"$PY" -u "$SCRIPT" x "y z" 2>"$W/err" &
+	local srun=$!
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; return 1; }
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+	cat "$PM_LOG" "$W/err"
+	# Generation 0 cold (plain python), generation 1 from the standbys: the
+	# script saw what python script.py would show it, json already loaded.
+	[ "$(grep -c "gen=0 rank=[0-3] preloaded=False$" "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "^script [0-9]* name=__main__ argv=$SCRIPT,x,y z path0=$top/tests/integration gen=1 rank=[0-3] preloaded=True$" "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "generation 1 starts (warm)" "$W/err")" -eq 4 ]
+	! grep -q "starts cold" "$W/err"
+}
+
+@test "python: a command that is not a python interpreter starts cold, said once per rank" {
+	timeout 60 srun -N1 -n2 --procmgr-warm=python:json /bin/true 2>"$W/err" ||
+		{ cat "$W/err"; return 1; }
+	cat "$W/err"
+	[ "$(grep -c "procmgr-warm=python: the command is not a python interpreter (/bin/true)" "$W/err")" -eq 2 ]
+}
+
+@test "DDP example, warm: a crash at step 25 resumes from the standbys and ends with the unbroken run's loss" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
+	train() { # NAME SBATCH-OPTION VAR=VALUE...
+		local name=$1 opt=$2; shift 2
+		timeout 180 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+			sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
+			--steps 40 --ckpt-every 10
+	}
+	final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	train crash --procmgr-warm=on CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" \
+		CRASH_GO="$W/go" &
+	local job=$!
+	wait_until 120 n_waiting 4 || { cat "$W/crash.out"; return 1; }
+	touch "$W/go"
+	wait "$job" || { cat "$W/crash.out"; return 1; }
+	cat "$W/plain.out" "$W/crash.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss crash) warm after a crash" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss crash)" ]
+	[ "$(grep -c "generation 1 starts (warm)" "$W/crash.out")" -eq 4 ]
+	! grep -q "starts cold" "$W/crash.out"
+	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
+}
