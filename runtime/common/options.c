@@ -34,6 +34,11 @@ const struct pm_optdesc pm_optdescs[] = {
 	  "Keep N of the step's nodes as hot spares: a lost node's ranks move to one "
 	  "(needs --no-kill on the job and the step)" },
 	{ "verbose", NULL, "Also print procmgr's options, each generation's start and the end" },
+	{ "slow", "on|off|INTERVAL[,THRESHOLD%]",
+	  "Find a node slower than the others (heartbeats with the step; see PROCMGR_HEARTBEAT): "
+	  "a summary every INTERVAL (5 s), flagged THRESHOLD% (20%) over the job's median" PM_TIME_HELP },
+	{ "evict-slow", NULL,
+	  "Replace a node found slow by a spare (implies --procmgr-slow; needs --procmgr-spares)" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 
@@ -44,6 +49,16 @@ void pm_opts_init(struct pm_opts *o)
 	o->restart_max = -1;
 	o->grace_ms = PM_DEFAULT_GRACE_MS;
 	o->restart_delay_ms = PM_DEFAULT_DELAY_MS;
+	o->slow_threshold_pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+}
+
+unsigned pm_opts_slow_interval(const struct pm_opts *o)
+{
+	if (o->slow_interval_ms)
+		return o->slow_interval_ms;
+	if (o->evict_slow && !(o->set & PM_SET_SLOW))
+		return PM_DEFAULT_SLOW_INTERVAL_MS;
+	return 0;
 }
 
 int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -203,6 +218,41 @@ static int parse_hang(const char *v, unsigned *ms, unsigned *first_ms)
 	return 0;
 }
 
+/* "on", "off"/"0", or INTERVAL[,THRESHOLD%]. */
+static int parse_slow(const char *s, unsigned *interval_ms, unsigned *pct)
+{
+	char buf[64], *comma;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -1;
+	if (!strcmp(s, "on")) {
+		*interval_ms = PM_DEFAULT_SLOW_INTERVAL_MS;
+		*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+		return 0;
+	}
+	if (!strcmp(s, "off") || !strcmp(s, "0")) {
+		*interval_ms = 0;
+		*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+		return 0;
+	}
+	strcpy(buf, s);
+	*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+	comma = strchr(buf, ',');
+	if (comma) {
+		size_t n;
+		*comma++ = '\0';
+		n = strlen(comma);
+		if (n < 2 || comma[n - 1] != '%')
+			return -1;
+		comma[n - 1] = '\0';
+		if (pm_parse_uint(comma, 1, 1000, pct))
+			return -1;
+	}
+	if (pm_duration_parse(buf, interval_ms) || *interval_ms < 100 || *interval_ms > 3600000)
+		return -1;
+	return 0;
+}
+
 int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		 char *err, size_t errlen)
 {
@@ -270,6 +320,17 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 			return bad(err, errlen, name, value,
 				   "a whole number of nodes from 0 to 100000, fewer than the step's nodes");
 		o->set |= PM_SET_SPARES;
+	} else if (!strcmp(name, "slow")) {
+		if (parse_slow(value, &o->slow_interval_ms, &o->slow_threshold_pct))
+			return bad(err, errlen, name, value,
+				   "on, off (or 0), or an interval from 0.1 s to 1 h, optionally followed "
+				   "by ,THRESHOLD%: from 1% to 1000%; an interval: " PM_DURATION_FORMS);
+		o->set |= PM_SET_SLOW;
+	} else if (!strcmp(name, "evict-slow")) {
+		if (value && strcmp(value, "yes") && strcmp(value, "no"))
+			return bad(err, errlen, name, value, "no value, or yes or no (site default)");
+		o->evict_slow = !value || !strcmp(value, "yes");
+		o->set |= PM_SET_EVICT_SLOW;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -295,7 +356,7 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 			*eq = '\0';
 		if (!strcmp(tok, "procmgr"))
 			tok[0] = '\0';
-		bare = !*tok || !strcmp(tok, "verbose");
+		bare = !*tok || !strcmp(tok, "verbose") || !strcmp(tok, "evict-slow");
 		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
 			if (eq == NULL && !bare)
@@ -378,6 +439,22 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
+	if (o->set & PM_SET_SLOW) {
+		if (!o->slow_interval_ms) {
+			snprintf(v, sizeof(v), "off");
+		} else {
+			char pct[24];
+			pm_fmt_seconds(o->slow_interval_ms, v, sizeof(v));
+			snprintf(pct, sizeof(pct), ",%u%%", o->slow_threshold_pct);
+			strncat(v, pct, sizeof(v) - strlen(v) - 1);
+		}
+		if (put(buf, len, &off, "%sslow=%s%s", v, ""))
+			return -1;
+	}
+	/* A site's "no" stays "no" at the next layer only if it is said. */
+	if ((o->set & PM_SET_EVICT_SLOW) && o->evict_slow &&
+	    put(buf, len, &off, "%s%s%s", "evict-slow", ""))
+		return -1;
 	return 0;
 }
 
@@ -407,6 +484,12 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		dst->verbose = l->verbose;
 	if (l->set & PM_SET_SPARES)
 		dst->spares = l->spares;
+	if (l->set & PM_SET_SLOW) {
+		dst->slow_interval_ms = l->slow_interval_ms;
+		dst->slow_threshold_pct = l->slow_threshold_pct;
+	}
+	if (l->set & PM_SET_EVICT_SLOW)
+		dst->evict_slow = l->evict_slow;
 	dst->set |= l->set;
 }
 
