@@ -103,14 +103,16 @@ static void verdict(struct pm_step *s, const struct pm_slow_verdict *v)
 	snprintf(fields, sizeof(fields),
 		 "\"gen\":%u,\"node\":\"%s\",\"evidence\":\"%s\",\"ratio\":%.3f,"
 		 "\"intervals\":%u,\"of\":%u", g->gen, esc, ev, v->ratio, v->slow, v->of);
+	evict = flagged && s->opts.evict_slow && pm_gen_spares(g) && pm_gen_free_spare(g) >= 0 &&
+		(int)v->node != s->node && g->phase == PM_PHASE_RUNNING;
+	if (evict)
+		strncat(fields, ",\"evicted\":true", sizeof(fields) - strlen(fields) - 1);
 	pm_step_ops.event(s, flagged ? "slow" : "slow_cleared", fields);
 	tell_down(s, v, state);
 	if (!flagged) {
 		pm_gen_tell(g, "procmgr: node %s is no longer slow: %s", name, line);
 		return;
 	}
-	evict = s->opts.evict_slow && pm_gen_spares(g) && pm_gen_free_spare(g) >= 0 &&
-		(int)v->node != s->node && g->phase == PM_PHASE_RUNNING;
 	pm_gen_tell(g, "procmgr: node %s is slow: %s%s", name, line,
 		    evict ? "; replacing it with a spare" :
 		    s->opts.evict_slow ? "; no spare to replace it, only reported" : "");
