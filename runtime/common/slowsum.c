@@ -300,6 +300,7 @@ static int root_line(void *arg, const struct pm_slowsum_line *l)
 	if (l->node < r->nodes && l->compute_ms > 0) {
 		r->n[l->node].compute_ms = l->compute_ms;
 		r->n[l->node].compute_steps = l->steps;
+		r->n[l->node].compute_seen = true;
 	}
 	return 0;
 }
@@ -349,6 +350,9 @@ size_t pm_slowroot_tick(struct pm_slowroot *r, const bool *active,
 			*s = (struct pm_slow_sample){ .kind = PM_SLOW_COMPUTE,
 						      .compute_ms = x->compute_ms,
 						      .steps = x->compute_steps };
+		else if (x->compute_seen)
+			; /* its summary did not come this interval: no data, not
+			   * evidence of another kind (which would start its window over) */
 		else if (r->steps)
 			*s = (struct pm_slow_sample){ .kind = PM_SLOW_PHASE,
 						      .steps = r->steps,

@@ -97,6 +97,7 @@ struct pm_slowroot_node {
 	double compute_ms; /* this interval's, 0: none */
 	uint32_t compute_steps;
 	uint32_t last;     /* steps it arrived last at, this interval */
+	bool compute_seen; /* it reports compute times: never judged by phase */
 	struct pm_slow_verdict v; /* its last change of verdict */
 	bool judged;       /* v is set */
 };

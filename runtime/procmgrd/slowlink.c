@@ -143,6 +143,23 @@ static void root_tick(struct pm_step *s)
 	if (s->gen.phase != PM_PHASE_RUNNING || pm_gen_terminal(&s->gen))
 		return;
 	nv = pm_slowroot_tick(&l->root, l->active, v, sizeof(v) / sizeof(v[0]));
+	if (s->opts.verbose) {
+		/* Each interval's samples in procmgrd's log: what a threshold is
+		 * chosen from (bench/README.md, Slow nodes). */
+		char line[1024];
+		size_t off = 0;
+		line[0] = '\0';
+		for (int i = 0; i < s->nnodes && off < sizeof(line) - 64; i++) {
+			const struct pm_slow_sample *x = &l->root.samples[i];
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%s:%.3f/%u",
+						s->names[i],
+						x->kind == PM_SLOW_COMPUTE ? "c" :
+						x->kind == PM_SLOW_PHASE ? "p" : "-",
+						x->kind == PM_SLOW_COMPUTE ? x->compute_ms :
+						x->steps ? (double)x->last / x->steps : 0, x->steps);
+		}
+		pm_log(s, "slow interval %llu:%s", (unsigned long long)l->root.intervals, line);
+	}
 	for (size_t k = 0; k < nv && !pm_gen_terminal(&s->gen); k++)
 		verdict(s, &v[k]);
 }
