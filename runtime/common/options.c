@@ -327,9 +327,10 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "by ,THRESHOLD%: from 1% to 1000%; an interval: " PM_DURATION_FORMS);
 		o->set |= PM_SET_SLOW;
 	} else if (!strcmp(name, "evict-slow")) {
-		if (value && strcmp(value, "yes") && strcmp(value, "no"))
+		/* Slurm gives a flag "" in slurmstepd; a site key says yes or no. */
+		if (value && *value && strcmp(value, "yes") && strcmp(value, "no"))
 			return bad(err, errlen, name, value, "no value, or yes or no (site default)");
-		o->evict_slow = !value || !strcmp(value, "yes");
+		o->evict_slow = !value || strcmp(value, "no");
 		o->set |= PM_SET_EVICT_SLOW;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));

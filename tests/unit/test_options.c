@@ -1225,6 +1225,10 @@ static void test_slow_opts(void **state)
 	assert_true(o.evict_slow);
 	assert_int_equal(pm_opts_slow_interval(&o), PM_DEFAULT_SLOW_INTERVAL_MS);
 	fmt_is(&o, "procmgr evict-slow");
+	/* As slurmstepd's SPANK gives a flag. */
+	pm_opts_init(&o);
+	opt_ok(&o, "evict-slow", "");
+	assert_true(o.evict_slow);
 	assert_int_equal(pm_opt_parse(&o, "evict-slow", "maybe", err, sizeof(err)), -1);
 	contains(err, "yes or no");
 	assert_int_equal(pm_opts_parse_str(&back, "evict-slow=yes", "test", err, sizeof(err)), -1);
