@@ -70,7 +70,9 @@ detect_s() {
 	[ -n "$t" ] && echo "$t - $(cat "$W/throttle.t0")" | bc
 }
 
-loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$1"; }
+# The final loss of the run's last generation (a rank 0 that finished just
+# before the eviction says one too).
+loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$1" | tail -n 1; }
 said() { grep -q -- "$1" "$W/out"; }
 show() {
 	echo "--- srun:"; cat "$W/out"
@@ -81,7 +83,7 @@ show() {
 	needs_torch
 	OMP_NUM_THREADS=1 timeout 300 srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
 		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
-		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 150 >"$W/out" 2>&1 || rc=$?
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 || rc=$?
 	show
 	[ "${rc:-0}" = 0 ]
 	[ -n "$(loss "$W/out")" ]
@@ -127,7 +129,7 @@ show() {
 	[ -s "$BATS_FILE_TMPDIR/loss" ] || skip "needs the reference run (the first test)"
 	OMP_NUM_THREADS=1 timeout 300 srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
 		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
-		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 150 >"$W/out" 2>&1 &
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 &
 	local pid=$!
 	throttle 2
 	wait $pid || rc=$?
