@@ -29,11 +29,12 @@ rank_pids() {
 	done
 	return 0
 }
+has_ranks() { [ -n "$(rank_pids "$1")" ]; }
 # Slow node I: its ranks stopped 60 ms of every 90 (a loop without forks,
 # so the cycle holds on a loaded machine), until unthrottle or they are gone.
 throttle() {
 	local pids
-	wait_until 120 test -n "$(rank_pids "$1")" || return 1
+	wait_until 120 has_ranks "$1" || return 1
 	pids=$(rank_pids "$1")
 	echo "$pids" >"$W/throttled"
 	date +%s.%N >"$W/throttle.t0"
