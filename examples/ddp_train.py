@@ -16,9 +16,16 @@ uninterrupted one would: same final loss, to the last bit.
   temporary file, fsync, rename): a rank killed in the middle leaves no
   half checkpoint behind;
 - a heartbeat once per step through the procmgr Python module
-  (procmgr.heartbeat(step): procmgr's hang detector with
+  (procmgr.heartbeat(step, compute=...): procmgr's hang detector with
   --procmgr-hang-timeout, and its recovery figure: every rank's first
   heartbeat after a restart is "training again"; a no-op elsewhere);
+- with it, the time the last step spent computing, outside the gradient
+  collective (--no-compute-time: not): the slow-node detector's evidence
+  (--procmgr-slow). In a synchronous job every rank's step lasts as long as
+  the slowest's, so the step time says nothing; the time a rank computes
+  does. Measured as the step's wall time less the time between the comm
+  hook's call (backward reached the collective) and its result (every
+  rank's gradients in): see Collective;
 - the non-zero ranks wait for rank 0's store to listen before
   init_process_group (procmgr.wait_store(); --no-wait-store: not), so
   that after a restart torch's 1 s retry of a refused connection is not
@@ -63,10 +70,10 @@ def log(msg):
           f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '?')}] {msg}", flush=True)
 
 
-def model_for(device):
+def model_for(device, width=16):
     torch.manual_seed(SEED)
     return torch.nn.Sequential(
-        torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)
+        torch.nn.Linear(FEATURES, width), torch.nn.Tanh(), torch.nn.Linear(width, 1)
     ).to(device=device, dtype=torch.float64)
 
 
@@ -108,6 +115,39 @@ def save_checkpoint(ckpt_dir, step, model, opt, keep=2):
         os.unlink(old)
 
 
+class Collective:
+    """Time blocked in the gradient collective during one step.
+
+    DDP calls the comm hook when backward has produced a bucket's
+    gradients, and waits for the future it returns at the end of backward:
+    from the first call to the last result, this rank was waiting for the
+    others (and the network). For a model with one bucket that is all its
+    waiting; with many buckets, backward's compute of the later buckets
+    overlaps it, so step time less this is a lower bound on compute, which
+    is still the same bound on every rank."""
+    first = None
+    last = None
+
+    @classmethod
+    def reset(cls):
+        cls.first = cls.last = None
+
+    @classmethod
+    def called(cls):
+        if cls.first is None:
+            cls.first = time.perf_counter()
+
+    @classmethod
+    def done(cls):
+        cls.last = time.perf_counter()
+
+    @classmethod
+    def blocked(cls):
+        if cls.first is None or cls.last is None:
+            return 0.0
+        return max(0.0, cls.last - cls.first)
+
+
 def ordered_mean(group, bucket):
     """DDP's gradient average, summed in rank order on every rank.
 
@@ -120,6 +160,7 @@ def ordered_mean(group, bucket):
     group = group if group is not None else dist.group.WORLD
     world = dist.get_world_size(group)
     grads = bucket.buffer()
+    Collective.called()
     parts = [torch.empty_like(grads) for _ in range(world)]
     fut = dist.all_gather(parts, grads, group=group, async_op=True).get_future()
 
@@ -127,6 +168,7 @@ def ordered_mean(group, bucket):
         # A peer gone mid-gather fails the future: raise it here, or parts
         # (torch.empty) would be averaged as if they were gradients.
         f.value()
+        Collective.done()
         acc = parts[0].clone()
         for p in parts[1:]:
             acc += p
@@ -193,6 +235,11 @@ def main():
                     help="append when each start-up phase ended (JSON lines)")
     ap.add_argument("--no-wait-store", action="store_true",
                     help="call init_process_group without waiting for rank 0's store")
+    ap.add_argument("--width", type=int, default=16,
+                    help="the hidden layer's width (more compute per step)")
+    ap.add_argument("--no-compute-time", action="store_true",
+                    help="heartbeat with the step only (procmgr's slow-node detector "
+                         "then judges by the heartbeats' phase)")
     args = ap.parse_args()
     t = {"event": "start", "exec": process_start(), "main": T_MAIN, "imported": time.time()}
     # The program's expensive start-up is done: with warm generations a
@@ -210,7 +257,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     os.makedirs(args.ckpt_dir, exist_ok=True)
 
-    model = model_for(device)
+    model = model_for(device, args.width)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     start = 0
     # Before the first collective: no rank can reach the next checkpoint
@@ -242,8 +289,11 @@ def main():
     ddp = DDP(model, device_ids=[local_rank] if cuda else None)
     ddp.register_comm_hook(None, ordered_mean)
     loss_fn = torch.nn.MSELoss()
+    compute = None  # the last step's, in seconds
     for step in range(start, args.steps):
-        procmgr.heartbeat(step)
+        procmgr.heartbeat(step, compute=None if args.no_compute_time else compute)
+        t_step = time.perf_counter()
+        Collective.reset()
         if step == start:
             t.update(first_step=time.time(), rank=rank, gen=procmgr.restart_count(),
                      step=step, pid=os.getpid())
@@ -254,6 +304,7 @@ def main():
         loss = loss_fn(ddp(x), y)
         loss.backward()
         opt.step()
+        compute = time.perf_counter() - t_step - Collective.blocked()
         done = step + 1
         if done % args.ckpt_every == 0 and done < args.steps and rank == 0:
             save_checkpoint(args.ckpt_dir, done, model, opt)

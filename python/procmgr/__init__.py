@@ -34,14 +34,20 @@ def under_procmgr():
     return _ENV_RESTART_COUNT in os.environ
 
 
-def heartbeat(step=None):
+def heartbeat(step=None, compute=None):
     """Tell procmgr this rank is alive (and, with step, how far it got).
 
     Touches the file named by PROCMGR_HEARTBEAT, which procmgr sets when the
-    step has a hang timeout. With step (an int, e.g. the training step), the
-    file's content becomes that number, written whole (a temporary file
-    renamed over it): a reader never sees half a number. Returns True if a
-    heartbeat was given, False outside procmgr or without a hang timeout.
+    step has a hang timeout or slow-node detection (--procmgr-slow). With
+    step (an int, e.g. the training step), the file's content becomes that
+    number, written whole (a temporary file renamed over it): a reader never
+    sees half a number. With compute too (seconds, a float), the time the
+    last step spent computing, outside collectives (not waiting for the
+    other ranks): "STEP COMPUTE_MS". That is the slow-node detector's best
+    evidence: in a synchronous job every rank's step takes as long as the
+    slowest's, but only the slow one computes longer. Without it, procmgr
+    judges by which node arrives last at each step (weaker). Returns True if
+    a heartbeat was given, False outside procmgr or without either option.
     Cheap enough for every step (one open/close, or a write and a rename).
     """
     path = os.environ.get(_ENV_HEARTBEAT)
@@ -52,7 +58,10 @@ def heartbeat(step=None):
         with open(path, "a"):
             pass
         return True
-    text = "%d\n" % int(step)
+    if compute is None:
+        text = "%d\n" % int(step)
+    else:
+        text = "%d %.3f\n" % (int(step), max(0.0, float(compute)) * 1000.0)
     tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
         with open(tmp, "w") as f:

@@ -131,8 +131,17 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 	       "HEALTH");
 	for (i = 0; i < a->nn; i++) {
 		const struct pm_st_node *n = &a->n[i];
-		printf("%-6d %-16s %-9s %-4u %-5d %s\n", n->node, n->name, n->phase, n->gen,
-		       n->ranks, n->health);
+		char slow[64] = "";
+		/* Found slow: the evidence and its strength after the health. */
+		if (n->slow[0]) {
+			const char *colon = strchr(n->slow, ':');
+			snprintf(slow, sizeof(slow), "  SLOW (%.*s %s%s)",
+				 colon ? (int)(colon - n->slow) : (int)strlen(n->slow), n->slow,
+				 colon ? colon + 1 : "", colon && !strncmp(n->slow, "compute", 7) ?
+				 "x the median" : colon ? " of steps last" : "");
+		}
+		printf("%-6d %-16s %-9s %-4u %-5d %s%s\n", n->node, n->name, n->phase, n->gen,
+		       n->ranks, n->health, slow);
 	}
 }
 
@@ -169,8 +178,11 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		const struct pm_st_node *n = &a->n[i];
 		printf("%s{\"node_id\":%d,\"name\":", i ? "," : "", n->node);
 		pm_json_print(stdout, n->name);
-		printf(",\"phase\":\"%s\",\"gen\":%u,\"ranks\":%d,\"health\":\"%s\"}", n->phase,
+		printf(",\"phase\":\"%s\",\"gen\":%u,\"ranks\":%d,\"health\":\"%s\"", n->phase,
 		       n->gen, n->ranks, n->health);
+		if (n->slow[0])
+			printf(",\"slow\":\"%s\"", n->slow);
+		printf("}");
 	}
 	printf("]}\n");
 }

@@ -45,6 +45,11 @@ const struct pm_optdesc pm_optdescs[] = {
 	{ "stack-timeout", "TIME",
 	  "At a hang, the bound on taking every rank's stack before the restart "
 	  "(default 10 s; a stack not taken says why)" PM_TIME_HELP },
+	{ "slow", "on|off|INTERVAL[,THRESHOLD%]",
+	  "Find a node slower than the others (heartbeats with the step; see PROCMGR_HEARTBEAT): "
+	  "a summary every INTERVAL (5 s), flagged THRESHOLD% (20%) over the job's median" PM_TIME_HELP },
+	{ "evict-slow", NULL,
+	  "Replace a node found slow by a spare (implies --procmgr-slow; needs --procmgr-spares)" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 
@@ -56,6 +61,16 @@ void pm_opts_init(struct pm_opts *o)
 	o->grace_ms = PM_DEFAULT_GRACE_MS;
 	o->restart_delay_ms = PM_DEFAULT_DELAY_MS;
 	o->stack_timeout_ms = PM_DEFAULT_STACK_TIMEOUT_MS;
+	o->slow_threshold_pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+}
+
+unsigned pm_opts_slow_interval(const struct pm_opts *o)
+{
+	if (o->slow_interval_ms)
+		return o->slow_interval_ms;
+	if (o->evict_slow && !(o->set & PM_SET_SLOW))
+		return PM_DEFAULT_SLOW_INTERVAL_MS;
+	return 0;
 }
 
 int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -241,6 +256,41 @@ static int parse_dir(const char *v, char *out, size_t len, char *err, size_t err
 	return 0;
 }
 
+/* "on", "off"/"0", or INTERVAL[,THRESHOLD%]. */
+static int parse_slow(const char *s, unsigned *interval_ms, unsigned *pct)
+{
+	char buf[64], *comma;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -1;
+	if (!strcmp(s, "on")) {
+		*interval_ms = PM_DEFAULT_SLOW_INTERVAL_MS;
+		*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+		return 0;
+	}
+	if (!strcmp(s, "off") || !strcmp(s, "0")) {
+		*interval_ms = 0;
+		*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+		return 0;
+	}
+	strcpy(buf, s);
+	*pct = PM_DEFAULT_SLOW_THRESHOLD_PCT;
+	comma = strchr(buf, ',');
+	if (comma) {
+		size_t n;
+		*comma++ = '\0';
+		n = strlen(comma);
+		if (n < 2 || comma[n - 1] != '%')
+			return -1;
+		comma[n - 1] = '\0';
+		if (pm_parse_uint(comma, 1, 1000, pct))
+			return -1;
+	}
+	if (pm_duration_parse(buf, interval_ms) || *interval_ms < 100 || *interval_ms > 3600000)
+		return -1;
+	return 0;
+}
+
 int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 		 char *err, size_t errlen)
 {
@@ -327,6 +377,18 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 				   "at most 511 characters)");
 		snprintf(o->warm, sizeof(o->warm), "%s", mode == PM_WARM_OFF ? "off" : value);
 		o->set |= PM_SET_WARM;
+	} else if (!strcmp(name, "slow")) {
+		if (parse_slow(value, &o->slow_interval_ms, &o->slow_threshold_pct))
+			return bad(err, errlen, name, value,
+				   "on, off (or 0), or an interval from 0.1 s to 1 h, optionally followed "
+				   "by ,THRESHOLD%: from 1% to 1000%; an interval: " PM_DURATION_FORMS);
+		o->set |= PM_SET_SLOW;
+	} else if (!strcmp(name, "evict-slow")) {
+		/* Slurm gives a flag "" in slurmstepd; a site key says yes or no. */
+		if (value && *value && strcmp(value, "yes") && strcmp(value, "no"))
+			return bad(err, errlen, name, value, "no value, or yes or no (site default)");
+		o->evict_slow = !value || strcmp(value, "no");
+		o->set |= PM_SET_EVICT_SLOW;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -352,7 +414,7 @@ int pm_opts_parse_str(struct pm_opts *o, const char *s, const char *what,
 			*eq = '\0';
 		if (!strcmp(tok, "procmgr"))
 			tok[0] = '\0';
-		bare = !*tok || !strcmp(tok, "verbose");
+		bare = !*tok || !strcmp(tok, "verbose") || !strcmp(tok, "evict-slow");
 		if ((eq == NULL) != bare ||
 		    pm_opt_parse(o, tok, eq ? eq + 1 : NULL, why, sizeof(why))) {
 			if (eq == NULL && !bare)
@@ -446,6 +508,22 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 	if ((o->set & PM_SET_VERBOSE) && o->verbose &&
 	    put(buf, len, &off, "%s%s%s", "verbose", ""))
 		return -1;
+	if (o->set & PM_SET_SLOW) {
+		if (!o->slow_interval_ms) {
+			snprintf(v, sizeof(v), "off");
+		} else {
+			char pct[24];
+			pm_fmt_seconds(o->slow_interval_ms, v, sizeof(v));
+			snprintf(pct, sizeof(pct), ",%u%%", o->slow_threshold_pct);
+			strncat(v, pct, sizeof(v) - strlen(v) - 1);
+		}
+		if (put(buf, len, &off, "%sslow=%s%s", v, ""))
+			return -1;
+	}
+	/* A site's "no" stays "no" at the next layer only if it is said. */
+	if ((o->set & PM_SET_EVICT_SLOW) && o->evict_slow &&
+	    put(buf, len, &off, "%s%s%s", "evict-slow", ""))
+		return -1;
 	return 0;
 }
 
@@ -481,6 +559,12 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 		strcpy(dst->output_dir, l->output_dir);
 	if (l->set & PM_SET_WARM)
 		strcpy(dst->warm, l->warm);
+	if (l->set & PM_SET_SLOW) {
+		dst->slow_interval_ms = l->slow_interval_ms;
+		dst->slow_threshold_pct = l->slow_threshold_pct;
+	}
+	if (l->set & PM_SET_EVICT_SLOW)
+		dst->evict_slow = l->evict_slow;
 	dst->set |= l->set;
 }
 

@@ -135,6 +135,16 @@ static int parse_fanout(struct pm_site *s, const struct site_key *k, const char 
 	return pm_parse_uint(v, 2, 1024, &s->fanout);
 }
 
+/* default_evict_slow: the option's name has a dash. */
+static int parse_evict_slow(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	char why[PM_ERRLEN];
+	(void)k;
+	if (!v || (strcmp(v, "yes") && strcmp(v, "no")))
+		return -1;
+	return pm_opt_parse(&s->defaults, "evict-slow", v, why, sizeof(why));
+}
+
 #define PATH_KEY(key, field) \
 	{ key, parse_path, "an absolute path", offsetof(struct pm_site, field) }
 
@@ -149,6 +159,9 @@ static const struct site_key keys[] = {
 	  "a duration from 0 to 3600 s: " PM_DURATION_FORMS, 0 },
 	{ "default_spares", parse_default, "a whole number of nodes from 0 to 100000", 0 },
 	{ "default_warm", parse_default, "on, off or python:MOD[,MOD...]", 0 },
+	{ "default_slow", parse_default,
+	  "on, off, or INTERVAL[,THRESHOLD%] (an interval from 0.1 s to 1 h, 1% to 1000%)", 0 },
+	{ "default_evict_slow", parse_evict_slow, "yes or no", 0 },
 	{ "health", parse_health, PM_CHECK_GRAMMAR, 0 },
 	{ "health_timeout", parse_health_timeout,
 	  "a duration from 0.1 to 3600 s: " PM_DURATION_FORMS, 0 },

@@ -29,6 +29,10 @@ void pm_slow_cfg_default(struct pm_slow_cfg *c)
 	 * two nodes, 8 of 10 by chance is 5%, and five such intervals in a
 	 * row 5e-7. */
 	c->min_steps = 10;
+	/* A median of 3 steps moves only if 2 of them are off (a pause hits 1
+	 * step in 50), and 5 such intervals of 6 are needed: a slow job (a
+	 * step every second) is still judged every few seconds. */
+	c->min_compute_steps = 3;
 }
 
 int pm_slow_cfg_check(const struct pm_slow_cfg *c, char *err, size_t errlen)
@@ -53,7 +57,7 @@ int pm_slow_cfg_check(const struct pm_slow_cfg *c, char *err, size_t errlen)
 			 c->window);
 		return -1;
 	}
-	if (c->min_steps < 1) {
+	if (c->min_steps < 1 || c->min_compute_steps < 1) {
 		snprintf(err, errlen, "slow min_steps 0: an interval needs at least 1 step");
 		return -1;
 	}
@@ -105,7 +109,8 @@ static double lower_median(double *v, size_t n)
 static int usable(const struct pm_slow *d, const struct pm_slow_sample *s,
 		  enum pm_slow_kind kind)
 {
-	if (s->kind != kind || s->steps < d->cfg.min_steps)
+	if (s->kind != kind ||
+	    s->steps < (kind == PM_SLOW_COMPUTE ? d->cfg.min_compute_steps : d->cfg.min_steps))
 		return 0;
 	return kind != PM_SLOW_COMPUTE || s->compute_ms > 0;
 }

@@ -42,12 +42,14 @@ struct pm_slow_cfg {
 	double phase_share; /* PHASE: last at this share of steps or more */
 	unsigned window;    /* intervals looked at, at most PM_SLOW_MAX_WINDOW */
 	unsigned need;      /* of which at least this many slow */
-	unsigned min_steps; /* steps an interval needs to count */
+	unsigned min_steps; /* PHASE: steps an interval needs to count */
+	unsigned min_compute_steps; /* COMPUTE: the same, for a node's median */
 };
 
 #define PM_SLOW_MAX_WINDOW 32
 
-/* threshold 0.2, phase_share 0.75, window 6, need 5, min_steps 3. */
+/* threshold 0.2, phase_share 0.75, window 6, need 5, min_steps 10,
+ * min_compute_steps 3. */
 void pm_slow_cfg_default(struct pm_slow_cfg *c);
 /* 0 or -1 with err saying which field is wrong and what is allowed. */
 int pm_slow_cfg_check(const struct pm_slow_cfg *c, char *err, size_t errlen);

@@ -22,15 +22,19 @@ static int done(int n, size_t len)
 
 int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 {
-	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health))
+	char rec[128] = "", slow[48] = "";
+
+	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health) ||
+	    (n->slow[0] && !word_ok(n->slow)))
 		return -1;
 	if (n->rec_gen)
-		return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d "
-				     "health=%s rec_gen=%u process_ms=%lld recovery_ms=%lld",
-				     n->node, n->name, n->phase, n->gen, n->ranks, n->health,
-				     n->rec_gen, n->process_ms, n->recovery_ms), len);
-	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s",
-			     n->node, n->name, n->phase, n->gen, n->ranks, n->health), len);
+		snprintf(rec, sizeof(rec), " rec_gen=%u process_ms=%lld recovery_ms=%lld",
+			 n->rec_gen, n->process_ms, n->recovery_ms);
+	if (n->slow[0])
+		snprintf(slow, sizeof(slow), " slow=%s", n->slow);
+	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s%s%s",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health, rec, slow),
+		    len);
 }
 
 int pm_st_rank_format(const struct pm_st_rank *r, char *buf, size_t len)
@@ -65,15 +69,16 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 {
 	long long x;
 	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health",
-					    "rec_gen", "process_ms", "recovery_ms" };
+					    "rec_gen", "process_ms", "recovery_ms", "slow" };
 	unsigned i;
 
-	for (i = 0; i < 9 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 10 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 9 || (*seen & (1u << i)))
+	if (i == 10 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	switch (i) {
+	case 9: return str(v, n->slow, sizeof(n->slow));
 	case 1: return str(v, n->name, sizeof(n->name));
 	case 2: return str(v, n->phase, sizeof(n->phase));
 	case 5: return str(v, n->health, sizeof(n->health));
@@ -154,7 +159,8 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 			return -1;
 	}
 	if (kind == 'N')
-		return seen == 0x3fu || seen == 0x1ffu ? kind : -1;
+		/* slow (bit 9) is optional. */
+		return (seen & ~0x200u) == 0x3fu || (seen & ~0x200u) == 0x1ffu ? kind : -1;
 	return seen == 0x1ffu ? kind : -1;
 }
 

@@ -23,6 +23,9 @@ struct pm_st_node {
 	 * every rank's first heartbeat (-1: none yet, or no hang timeout). */
 	unsigned rec_gen; /* 0: none */
 	long long process_ms, recovery_ms;
+	/* Found slow by the root (optional word): "EVIDENCE:RATIO", such as
+	 * "compute:1.52" or "phase:0.90"; "" when not. */
+	char slow[32];
 };
 
 struct pm_st_rank {

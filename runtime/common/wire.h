@@ -52,6 +52,10 @@ enum pm_msg_type {
 			    * the node's own), text: lines or a part of a stack */
 	PM_MSG_ANSWER_END, /* up: gen: query id, count: nodes of the subtree that
 			    * answered; to the CLI: status 0, or an error */
+	/* Slow-node detection (common/slowsum.h) */
+	PM_MSG_RANK_STEP,  /* rank -> procmgrd: gen, text: "STEP AT_MS COMPUTE_MS"
+			    * (the heartbeat's step, when seen, -1: no compute) */
+	PM_MSG_SLOW,       /* up, gen, text: a subtree's summary of an interval */
 	PM_MSG_TYPE_MAX
 };
 

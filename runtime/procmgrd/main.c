@@ -510,7 +510,7 @@ int main(int argc, char **argv)
 	s->parent_node = pm_tree_parent(s->node, s->fanout);
 	if (events)
 		snprintf(s->events_path, sizeof(s->events_path), "%s", events);
-	if (pm_attach_init(s)) {
+	if (pm_attach_init(s) || pm_slowlink_init(s)) {
 		snprintf(err, sizeof(err), "timerfd: %s", strerror(errno));
 		goto out_ready;
 	}

@@ -25,6 +25,9 @@ struct pm_metrics {
 	unsigned long restarts[PM_MR_N];  /* by what caused them */
 	unsigned long failures[PM_MR_N];  /* rank and node failures judged */
 	unsigned long hangs, nodes_lost, nodes_replaced;
+	/* Slow nodes (slowlink.c): flagged now, ever flagged, evicted. */
+	long slow_nodes;
+	unsigned long slow_total, slow_evicted;
 	struct { char check[32]; unsigned long n; } health[PM_METRICS_CHECKS + 1];
 	int nhealth;
 	int last_reason;                  /* of the failure being recovered from */

@@ -129,6 +129,19 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 	} else if (!strcmp(name, "node_lost")) {
 		m->nodes_lost++;
 		failed(m, PM_MR_LOST);
+	} else if (!strcmp(name, "slow")) {
+		bool q;
+		m->slow_total++;
+		if (field(fields, "evicted", &q)) {
+			/* Treated as lost: its replacement's restart says so. */
+			m->slow_evicted++;
+			m->last_reason = PM_MR_LOST;
+		} else {
+			m->slow_nodes++;
+		}
+	} else if (!strcmp(name, "slow_cleared")) {
+		if (m->slow_nodes > 0)
+			m->slow_nodes--;
 	} else if (!strcmp(name, "node_replaced")) {
 		m->nodes_replaced++;
 	} else if (!strcmp(name, "start")) {
@@ -223,6 +236,14 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 	put(&o, "procmgr_nodes_lost_total{%s} %lu\n", id, m->nodes_lost);
 	head(&o, "nodes_replaced_total", "counter", "Lost nodes replaced by a spare.");
 	put(&o, "procmgr_nodes_replaced_total{%s} %lu\n", id, m->nodes_replaced);
+	head(&o, "slow_nodes", "gauge",
+	     "Nodes found slow now (slower than the job's median; see --procmgr-slow).");
+	put(&o, "procmgr_slow_nodes{%s} %ld\n", id, m->slow_nodes);
+	head(&o, "slow_flagged_total", "counter", "Times a node was found slow.");
+	put(&o, "procmgr_slow_flagged_total{%s} %lu\n", id, m->slow_total);
+	head(&o, "slow_evicted_total", "counter",
+	     "Slow nodes replaced by a spare (--procmgr-evict-slow).");
+	put(&o, "procmgr_slow_evicted_total{%s} %lu\n", id, m->slow_evicted);
 	if (m->have_restart) {
 		head(&o, "last_restart_seconds", "gauge",
 		     "The last restart: from the failure to the next generation's start.");

@@ -92,6 +92,8 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	/* A hot spare in reserve says so, whatever the step's phase. */
 	snprintf(n.phase, sizeof(n.phase), "%s", spare ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
+	if (pm_slowlink_state(s))
+		snprintf(n.slow, sizeof(n.slow), "%s", pm_slowlink_state(s));
 	/* The root measured the last restart (procmgrd/recovery.c). */
 	if (s->gen.root && s->gen.rec.gen) {
 		n.rec_gen = s->gen.rec.gen;

@@ -55,6 +55,10 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 	struct pm_step *s = c->w.arg;
 
 	if (c->id >= 0) {
+		if (m->type == PM_MSG_RANK_STEP) {
+			pm_slowlink_rank(s, c->id, m);
+			return;
+		}
 		if (m->type == PM_MSG_RANK_RUN) {
 			s->cmd_pgid[c->id] = m->status > 1 ? (pid_t)m->status : 0;
 			pm_gen_rank_msg(&s->gen, c->id, m);

@@ -118,6 +118,8 @@ struct pm_step {
 	int srun_node_id;
 	bool srun_lost;
 	bool cancelled; /* Slurm's SIGTERM came before the step's end */
+	/* slowlink.c: the slow-node detector, NULL when it is off */
+	struct pm_slowlink *slow;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -193,6 +195,18 @@ struct pm_conn **pm_step_child(struct pm_step *s, int idx);
 /* Resolve host:port (0: any port). */
 int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
 		    socklen_t *len, char *err, size_t errlen);
+
+/* slowlink.c: the slow-node detector's I/O (--procmgr-slow). */
+int pm_slowlink_init(struct pm_step *s);
+void pm_slowlink_free(struct pm_step *s);
+/* A supervisor's PM_MSG_RANK_STEP. */
+void pm_slowlink_rank(struct pm_step *s, int lrank, const struct pm_msg *m);
+/* PM_MSG_SLOW from a child (a summary) or the parent (a verdict): 1 when
+ * it was that message. */
+int pm_slowlink_child(struct pm_step *s, const struct pm_msg *m);
+int pm_slowlink_parent(struct pm_step *s, const struct pm_msg *m);
+/* This node found slow: "compute:1.52" (evidence:ratio), else NULL. */
+const char *pm_slowlink_state(struct pm_step *s);
 
 /* Log line of procmgrd (its own log file), prefixed with the node. */
 void pm_log(struct pm_step *s, const char *fmt, ...)

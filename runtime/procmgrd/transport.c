@@ -445,6 +445,7 @@ void pm_step_free(struct pm_step *s)
 		if (s->children[i])
 			pm_conn_free(s->children[i]);
 	pm_attach_free(s);
+	pm_slowlink_free(s);
 	if (s->parent)
 		pm_conn_free(s->parent);
 	if (s->delay_w.fd >= 0)

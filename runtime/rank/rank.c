@@ -5,6 +5,7 @@
  * machine (rank_machine.c), which decides; rank_exec.c runs the command,
  * rank_pump.c carries its stderr. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,6 +25,7 @@
 #include "common/contract.h"
 #include "common/options.h"
 #include "common/policy.h"
+#include "common/slowsum.h"
 #include "common/text.h"
 #include "common/warm.h"
 #include "io/conn.h"
@@ -49,6 +51,11 @@ struct rank {
 	int out_dfd, file_rank;
 	int lrank;
 	const char *heartbeat;
+	/* Slow-node detection: each new step of the heartbeat goes to
+	 * procmgrd (PM_MSG_RANK_STEP); the last one said, +1 (0: none). */
+	bool slow;
+	uint64_t step_said;
+	uint32_t step_gen;
 	struct pm_watch sig_w, grace_w, hang_w, ino_w, live_w;
 	/* On a hang: the command's stack, taken before it is stopped, within
 	 * the step's stack-timeout */
@@ -401,6 +408,44 @@ static void on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	pm_rank_m_post(&r->m, w == &r->grace_w ? PM_RE_GRACE : PM_RE_HANG);
 }
 
+/* The heartbeat's content, "STEP [COMPUTE_MS]", read as it changes: a
+ * new step goes to procmgrd with when we saw it (our clock, not the
+ * program's: a stopped or throttled program is seen late). A file that
+ * does not hold that (a touch) says nothing more than the beat. */
+static void tell_step(struct rank *r)
+{
+	char buf[64], text[96];
+	uint64_t step;
+	double compute;
+	ssize_t n;
+	struct pm_msg m;
+	int fd;
+
+	if (!r->c || r->m.child <= 0)
+		return;
+	if (r->step_gen != r->m.gen) {
+		r->step_gen = r->m.gen;
+		r->step_said = 0;
+	}
+	fd = open(r->heartbeat, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (pm_beat_parse(buf, &step, &compute) || step + 1 <= r->step_said)
+		return;
+	r->step_said = step + 1;
+	pm_msg_init(&m, PM_MSG_RANK_STEP);
+	m.gen = r->m.gen;
+	snprintf(text, sizeof(text), "%llu %llu %.3f", (unsigned long long)step,
+		 (unsigned long long)(pm_wall_s() * 1000.0), compute);
+	pm_msg_set_text(&m, text);
+	pm_conn_send(r->c, &m);
+}
+
 static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct rank *r = w->arg;
@@ -414,8 +459,14 @@ static void on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		char *p = buf;
 		while (p < buf + n) {
 			struct inotify_event *ie = (struct inotify_event *)p;
-			if (ie->len && !strcmp(ie->name, base))
-				pm_rank_m_post(&r->m, PM_RE_BEAT);
+			if (ie->len && !strcmp(ie->name, base)) {
+				if (r->slow)
+					tell_step(r);
+				/* Without a hang timeout the machine judges no
+				 * heartbeat: the file is there for the detector. */
+				if (r->cfg.heartbeat)
+					pm_rank_m_post(&r->m, PM_RE_BEAT);
+			}
 			p += sizeof(*ie) + ie->len;
 		}
 	}
@@ -570,8 +621,9 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 			      mode == PM_WARM_PYTHON ? PM_RW_PYTHON : PM_RW_OFF;
 	if (r->cfg.warm == PM_RW_PYTHON)
 		pm_rank_exec_python_argv(&r->x, mods);
-	r->heartbeat = r->cfg.hang_ms ? getenv(PM_ENV_HEARTBEAT) : NULL;
-	r->cfg.heartbeat = r->heartbeat != NULL;
+	r->slow = pm_opts_slow_interval(&o) != 0;
+	r->heartbeat = r->cfg.hang_ms || r->slow ? getenv(PM_ENV_HEARTBEAT) : NULL;
+	r->cfg.heartbeat = r->heartbeat != NULL && r->cfg.hang_ms;
 	r->x.heartbeat = r->heartbeat;
 	r->x.error_base = getenv(PM_ENV_TE_ERROR_FILE);
 	snprintf(r->output_dir, sizeof(r->output_dir), "%s", o.output_dir);

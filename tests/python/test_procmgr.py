@@ -89,6 +89,18 @@ class Heartbeat(unittest.TestCase):
         # No temporary file left behind.
         self.assertEqual(os.listdir(self.dir.name), ["heartbeat.0"])
 
+    def test_compute_time_in_ms(self):
+        # "STEP COMPUTE_MS": what procmgr-rank parses (common/slowsum.c).
+        with mock.patch.dict(os.environ, {"PROCMGR_HEARTBEAT": self.path}):
+            self.assertTrue(procmgr.heartbeat(step=7, compute=0.0125))
+            self.assertTrue(self.watch.seen("heartbeat.0"))
+        with open(self.path) as f:
+            self.assertEqual(f.read(), "7 12.500\n")
+        with mock.patch.dict(os.environ, {"PROCMGR_HEARTBEAT": self.path}):
+            with self.assertRaises(ValueError):
+                procmgr.heartbeat(step=8, compute="fast")
+        self.assertEqual(os.listdir(self.dir.name), ["heartbeat.0"])
+
     def test_bad_step_refused_and_nothing_left(self):
         with mock.patch.dict(os.environ, {"PROCMGR_HEARTBEAT": self.path}):
             with self.assertRaises(ValueError):

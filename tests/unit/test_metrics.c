@@ -89,6 +89,22 @@ static void test_counts_from_events(void **state)
 	has("procmgr_last_restart_seconds{job=\"42\",step=\"3\"} 0.700\n");
 	has("procmgr_last_recovery_seconds{job=\"42\",step=\"3\"} 9.290\n");
 	has("procmgr_last_restart_process_seconds{job=\"42\",step=\"3\"} 0.290\n");
+	/* Slow nodes: flagged, cleared once; an evicted one is not slow any more. */
+	has("procmgr_slow_nodes{job=\"42\",step=\"3\"} 0\n");
+	pm_metrics_note(&m, "slow", "\"gen\":4,\"node\":\"n2\",\"evidence\":\"compute\","
+			"\"ratio\":1.500,\"intervals\":5,\"of\":6");
+	pm_metrics_note(&m, "slow", "\"gen\":4,\"node\":\"n3\",\"evidence\":\"phase\","
+			"\"ratio\":0.900,\"intervals\":5,\"of\":6");
+	fmt(&m);
+	has("procmgr_slow_nodes{job=\"42\",step=\"3\"} 2\n");
+	pm_metrics_note(&m, "slow_cleared", "\"gen\":4,\"node\":\"n3\",\"evidence\":\"phase\","
+			"\"ratio\":0.100,\"intervals\":1,\"of\":6");
+	pm_metrics_note(&m, "slow", "\"gen\":4,\"node\":\"n1\",\"evidence\":\"compute\","
+			"\"ratio\":2.000,\"intervals\":6,\"of\":6,\"evicted\":true");
+	fmt(&m);
+	has("procmgr_slow_nodes{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_slow_flagged_total{job=\"42\",step=\"3\"} 3\n");
+	has("procmgr_slow_evicted_total{job=\"42\",step=\"3\"} 1\n");
 	pm_metrics_note(&m, "give_up", "\"gen\":4,\"exit_code\":1,\"message\":\"m\"");
 	fmt(&m);
 	has("procmgr_step_running{job=\"42\",step=\"3\"} 0\n");

@@ -116,9 +116,9 @@ static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
 		"bind", "health", "health-interval", "hang-timeout", "spares", "output-dir",
-		"warm", "verbose", "stack-timeout" };
+		"warm", "verbose", "stack-timeout", "slow", "evict-slow" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", "1", "/tmp", "on", NULL, "1" };
+		"gpu", "1", "1", "1", "/tmp", "on", NULL, "1", "on", NULL };
 	size_t i;
 	(void)state;
 
@@ -715,7 +715,7 @@ static void test_format(void **state)
 	o.enabled = true;
 	o.set = ~0u;
 	fmt_is(&o, "procmgr restart=never restart-delay=0 grace=10 bind=none "
-		   "health-interval=0 hang-timeout=0 spares=0 stack-timeout=10");
+		   "health-interval=0 hang-timeout=0 spares=0 stack-timeout=10 slow=off");
 
 	/* Too small a buffer: an error, within bounds. */
 	pm_opts_init(&o);
@@ -1323,6 +1323,73 @@ static void test_output_dir(void **state)
 	o.set = ~0u;
 	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
 	assert_null(strstr(buf, "output-dir"));
+/* --procmgr-slow and --procmgr-evict-slow: parsed, formatted, layered,
+ * and bad values refused saying what is allowed. */
+static void test_slow_opts(void **state)
+{
+	struct pm_opts o, back, r;
+	struct pm_site site_cf;
+	(void)state;
+
+	pm_opts_init(&o);
+	assert_int_equal(pm_opts_slow_interval(&o), 0);
+	opt_ok(&o, "slow", "on");
+	assert_int_equal(o.slow_interval_ms, PM_DEFAULT_SLOW_INTERVAL_MS);
+	assert_int_equal(o.slow_threshold_pct, PM_DEFAULT_SLOW_THRESHOLD_PCT);
+	fmt_is(&o, "procmgr slow=5,20%");
+	opt_ok(&o, "slow", "1.5s,35%");
+	assert_int_equal(o.slow_interval_ms, 1500);
+	assert_int_equal(o.slow_threshold_pct, 35);
+	assert_int_equal(pm_opts_slow_interval(&o), 1500);
+	fmt_is(&o, "procmgr slow=1.5,35%");
+	/* The round trip through the options text. */
+	pm_opts_init(&back);
+	assert_int_equal(pm_opts_parse_str(&back, "procmgr slow=1.5,35% evict-slow", "test",
+					   err, sizeof(err)), 0);
+	assert_int_equal(back.slow_interval_ms, 1500);
+	assert_int_equal(back.slow_threshold_pct, 35);
+	assert_true(back.evict_slow);
+	opt_ok(&o, "slow", "off");
+	assert_int_equal(o.slow_interval_ms, 0);
+	fmt_is(&o, "procmgr slow=off");
+	const char *bad_values[] = { "", "fast", "0.05", "2h", "5s,", "5s,20", "5s,0%",
+				     "5s,1001%", "5s,x%", NULL };
+	for (int i = 0; bad_values[i]; i++) {
+		CHECK(pm_opt_parse(&o, "slow", bad_values[i], err, sizeof(err)) == -1,
+		      "slow=%s accepted", bad_values[i]);
+		contains(err, "--procmgr-slow");
+		contains(err, "on, off (or 0), or an interval");
+	}
+	/* Eviction alone turns detection on, with the default interval. */
+	pm_opts_init(&o);
+	opt_ok(&o, "evict-slow", NULL);
+	assert_true(o.evict_slow);
+	assert_int_equal(pm_opts_slow_interval(&o), PM_DEFAULT_SLOW_INTERVAL_MS);
+	fmt_is(&o, "procmgr evict-slow");
+	/* As slurmstepd's SPANK gives a flag. */
+	pm_opts_init(&o);
+	opt_ok(&o, "evict-slow", "");
+	assert_true(o.evict_slow);
+	assert_int_equal(pm_opt_parse(&o, "evict-slow", "maybe", err, sizeof(err)), -1);
+	contains(err, "yes or no");
+	assert_int_equal(pm_opts_parse_str(&back, "evict-slow=yes", "test", err, sizeof(err)), -1);
+	contains(err, "takes no value");
+	/* The site's defaults. */
+	pm_site_init(&site_cf);
+	assert_int_equal(site(&site_cf, "default_slow=10s,30%", "default_evict_slow=yes", NULL), 0);
+	pm_opts_init(&o);
+	opt_ok(&o, "", NULL);
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.slow_interval_ms, 10000);
+	assert_int_equal(r.slow_threshold_pct, 30);
+	assert_true(r.evict_slow);
+	opt_ok(&o, "slow", "2s");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.slow_interval_ms, 2000);
+	pm_site_init(&site_cf);
+	assert_int_equal(site(&site_cf, "default_evict_slow=maybe", NULL, NULL), -1);
+	contains(err, "default_evict_slow");
+	contains(err, "yes or no");
 }
 
 static void test_site_unknown(void **state)
@@ -1338,6 +1405,8 @@ static void test_site_unknown(void **state)
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
 		 "default_grace, default_spares, default_warm, health, health_timeout, peer_timeout, "
+		 "default_grace, default_spares, default_slow, default_evict_slow, health, "
+		 "health_timeout, peer_timeout, "
 		 "connect_timeout, drain, ports, fanout, "
 		 "state_dir, topology");
 
@@ -1734,6 +1803,7 @@ int main(void)
 		cmocka_unit_test(test_spares),
 		cmocka_unit_test(test_output_dir),
 		cmocka_unit_test(test_warm),
+		cmocka_unit_test(test_slow_opts),
 		cmocka_unit_test(test_site_unknown),
 		cmocka_unit_test(test_site_default_restart_cap),
 		cmocka_unit_test(test_resolve_site_defaults),

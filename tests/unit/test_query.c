@@ -193,6 +193,19 @@ static void test_status_round_trip(void **state)
 	assert_int_equal(pm_st_parse("rank id=-1 local=1 node=0 pid=0 state=absent gen=0 "
 				     "beat_ms=-1 cpu_ms=-1 rss_kb=-1", &n2, &r2), 'R');
 	assert_int_equal(r2.rank, -1);
+	/* A node found slow: one more word, with or without the recovery's. */
+	snprintf(n.slow, sizeof(n.slow), "compute:1.52");
+	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "node id=3 name=pmnode4 phase=running gen=2 ranks=2 health=ok "
+				 "slow=compute:1.52");
+	assert_int_equal(pm_st_parse(buf, &n2, &r2), 'N');
+	assert_string_equal(n2.slow, "compute:1.52");
+	assert_int_equal(pm_st_parse("node id=3 name=a phase=running gen=2 ranks=2 health=ok "
+				     "rec_gen=2 process_ms=1 recovery_ms=2 slow=phase:0.90", &n2, &r2), 'N');
+	assert_string_equal(n2.slow, "phase:0.90");
+	assert_int_equal(pm_st_parse("node id=3 name=a phase=running gen=2 ranks=2 health=ok "
+				     "slow=a slow=b", &n2, &r2), -1);
+	n.slow[0] = '\0';
 	/* A name with a space cannot be said; a short buffer is refused. */
 	snprintf(n.name, sizeof(n.name), "a b");
 	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), -1);

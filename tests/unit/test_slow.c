@@ -411,6 +411,40 @@ static void test_cfg_refusals(void **state)
 	assert_non_null(strstr(err, "at least 1 step"));
 }
 
+/* A slow job (a step a second) gives few steps per interval: compute
+ * medians of 3 steps count, of 2 do not; phase shares need 10. */
+static void test_min_compute_steps(void **state)
+{
+	struct pm_slow d;
+	struct pm_slow_cfg c;
+	struct pm_slow_sample s[3];
+	struct pm_slow_verdict v[3];
+	char err[128];
+	size_t n = 0;
+	(void)state;
+
+	pm_slow_cfg_default(&c);
+	assert_int_equal(c.min_compute_steps, 3);
+	assert_int_equal(pm_slow_init(&d, &c, 3, err, sizeof(err)), 0);
+	for (int k = 0; k < 10; k++) {
+		for (int i = 0; i < 3; i++)
+			s[i] = (struct pm_slow_sample){ .kind = PM_SLOW_COMPUTE, .steps = 2,
+							.compute_ms = i == 1 ? 300 : 100 };
+		assert_int_equal(pm_slow_feed(&d, s, v, 3), 0);
+	}
+	for (int k = 0; k < 10 && !n; k++) {
+		for (int i = 0; i < 3; i++)
+			s[i].steps = 3;
+		n = pm_slow_feed(&d, s, v, 3);
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].node, 1);
+	assert_int_equal(v[0].kind, PM_SLOW_COMPUTE);
+	pm_slow_free(&d);
+	c.min_compute_steps = 0;
+	assert_int_equal(pm_slow_cfg_check(&c, err, sizeof(err)), -1);
+}
+
 static void test_describe(void **state)
 {
 	char buf[256];
@@ -450,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_arrival_merge),
 		cmocka_unit_test(test_cfg_refusals),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_min_compute_steps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,7 +126,7 @@ static void test_constants(void **state)
 	assert_int_equal(PM_WIRE_FIXED, 5 * 4 + 2);
 	assert_int_equal(PM_WIRE_FRAME_MAX, 8 + 22 + 4096);
 	assert_int_equal(PM_MSG_HELLO, 1);
-	assert_int_equal(PM_MSG_TYPE_MAX, 25);
+	assert_int_equal(PM_MSG_TYPE_MAX, 27);
 }
 
 static void test_names(void **state)
@@ -146,6 +146,7 @@ static void test_names(void **state)
 		[PM_MSG_CLIENT] = "client",
 		[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
 		[PM_MSG_ANSWER_END] = "answer-end",
+		[PM_MSG_RANK_STEP] = "rank-step", [PM_MSG_SLOW] = "slow",
 	};
 	int t;
 
@@ -322,6 +323,25 @@ static void test_round_trip_types(void **state)
 		pm_msg_set_text(&m, pm_msg_name(t));
 		round_trip(&m);
 	}
+}
+
+/* The slow-node messages as procmgr-rank and procmgrd fill them. */
+static void test_round_trip_slow(void **state)
+{
+	struct pm_msg m;
+	(void)state;
+
+	assert_int_equal(PM_MSG_RANK_STEP, 25);
+	assert_int_equal(PM_MSG_SLOW, 26);
+	pm_msg_init(&m, PM_MSG_RANK_STEP);
+	m.gen = 3;
+	pm_msg_set_text(&m, "18446744073709551615 1700000000123 12.500");
+	round_trip(&m);
+	pm_msg_init(&m, PM_MSG_SLOW);
+	m.gen = 4;
+	m.node = 7;
+	pm_msg_set_text(&m, "c 7 20 10.250\ns 12 1700000000123 1700000000100 7 3\n");
+	round_trip(&m);
 }
 
 static void test_round_trip_extremes(void **state)
@@ -762,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_encode_small),
 		cmocka_unit_test(test_encode_text_too_long),
 		cmocka_unit_test(test_round_trip_types),
+		cmocka_unit_test(test_round_trip_slow),
 		cmocka_unit_test(test_round_trip_extremes),
 		cmocka_unit_test(test_partial),
 		cmocka_unit_test(test_bad_magic),

@@ -1,0 +1,299 @@
+/* The slow-node detector's I/O (the rules: common/slowsum.h, common/slow.h).
+ *
+ * Every node: its supervisors' PM_MSG_RANK_STEP (a heartbeat's new step)
+ * and its children's PM_MSG_SLOW summaries go into one pm_slownode; every
+ * interval (--procmgr-slow) it sends one summary up. The root feeds its
+ * own and its children's summaries to pm_slowroot and, at each interval
+ * while the generation runs, acts on the changes of verdict: the `slow` and
+ * `slow_cleared` events (metrics count them), a line on srun's stderr,
+ * PM_MSG_SLOW down so that the node's status says SLOW, and with
+ * --procmgr-evict-slow and a free spare, the node treated as lost. */
+#include "step.h"
+#include "gen_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common/slowsum.h"
+#include "common/text.h"
+#include "io/sys.h"
+
+struct pm_slowlink {
+	struct pm_slownode node;
+	uint32_t gen;            /* of the steps in node */
+	struct pm_watch tick_w;
+	bool root_ok;            /* the root's detector is set up */
+	struct pm_slowroot root;
+	uint32_t root_gen;
+	bool *active;
+	uint32_t expected;       /* the root: nodes that run ranks */
+	char state[64];          /* this node's verdict for status, "" none */
+};
+
+static void emit_up(void *arg, const char *text)
+{
+	struct pm_step *s = arg;
+	struct pm_msg m;
+	char err[160];
+
+	if (s->gen.root) {
+		/* The root's own ranks: only steps of the running generation. */
+		if (s->slow->root_ok && s->slow->gen == s->gen.gen &&
+		    pm_slowroot_add(&s->slow->root, text, s->slow->expected, err, sizeof(err)))
+			pm_log(s, "%s", err);
+		return;
+	}
+	pm_msg_init(&m, PM_MSG_SLOW);
+	m.gen = s->slow->gen;
+	m.node = s->node;
+	pm_msg_set_text(&m, text);
+	pm_step_ops.send_up(s, &m);
+}
+
+/* The nodes that run ranks now: a step is complete with all of them. */
+static uint32_t active_nodes(struct pm_step *s)
+{
+	struct pm_slowlink *l = s->slow;
+	uint32_t n = 0;
+
+	for (int i = 0; i < s->nnodes; i++) {
+		l->active[i] = !pm_gen_excluded(&s->gen, i) &&
+			       (!pm_gen_spares(&s->gen) || pm_gen_slot(&s->gen, i) >= 0);
+		n += l->active[i];
+	}
+	return n;
+}
+
+static void tell_down(struct pm_step *s, const struct pm_slow_verdict *v, const char *state)
+{
+	struct pm_msg m;
+
+	pm_msg_init(&m, PM_MSG_SLOW);
+	m.gen = s->gen.gen;
+	m.node = (int32_t)v->node;
+	m.status = v->change == PM_SLOW_FLAGGED;
+	pm_msg_set_text(&m, state);
+	pm_step_ops.send_down(s, &m);
+	if ((int)v->node == s->node)
+		snprintf(s->slow->state, sizeof(s->slow->state), "%s", m.status ? state : "");
+}
+
+static void verdict(struct pm_step *s, const struct pm_slow_verdict *v)
+{
+	struct pm_gen *g = &s->gen;
+	const char *name = pm_gen_node_name(g, (int)v->node);
+	const char *ev = v->kind == PM_SLOW_COMPUTE ? "compute" : "phase";
+	char fields[512], line[512], state[64], esc[128];
+	bool flagged = v->change == PM_SLOW_FLAGGED;
+	bool evict = false;
+
+	if (v->kind == PM_SLOW_COMPUTE)
+		snprintf(line, sizeof(line), "its ranks' compute time per step %.2fx the job's median "
+			 "(evidence: compute time reported by the ranks; slow in %u of %u intervals)",
+			 v->ratio, v->slow, v->of);
+	else
+		snprintf(line, sizeof(line), "last to reach %.0f%% of the steps (evidence: heartbeat "
+			 "phase, weaker than compute time; in %u of %u intervals)",
+			 v->ratio * 100, v->slow, v->of);
+	snprintf(state, sizeof(state), "%s:%.2f", ev, v->ratio);
+	pm_json_escape(name, esc, sizeof(esc));
+	snprintf(fields, sizeof(fields),
+		 "\"gen\":%u,\"node\":\"%s\",\"evidence\":\"%s\",\"ratio\":%.3f,"
+		 "\"intervals\":%u,\"of\":%u", g->gen, esc, ev, v->ratio, v->slow, v->of);
+	evict = flagged && s->opts.evict_slow && pm_gen_spares(g) && pm_gen_free_spare(g) >= 0 &&
+		(int)v->node != s->node && g->phase == PM_PHASE_RUNNING;
+	if (evict)
+		strncat(fields, ",\"evicted\":true", sizeof(fields) - strlen(fields) - 1);
+	pm_step_ops.event(s, flagged ? "slow" : "slow_cleared", fields);
+	tell_down(s, v, state);
+	if (!flagged) {
+		pm_gen_tell(g, "procmgr: node %s is no longer slow: %s", name, line);
+		return;
+	}
+	pm_gen_tell(g, "procmgr: node %s is slow: %s%s", name, line,
+		    evict ? "; replacing it with a spare" :
+		    s->opts.evict_slow ? "; no spare to replace it, only reported" : "");
+	if (evict) {
+		char why[PM_REPL_WHY];
+		snprintf(why, sizeof(why), "slow: %s %.2f%s", ev,
+			 v->kind == PM_SLOW_COMPUTE ? v->ratio : v->ratio * 100,
+			 v->kind == PM_SLOW_COMPUTE ? "x the median" : "% of steps last");
+		pm_slowroot_reset_node(&s->slow->root, v->node);
+		pm_gen_lost(g, (int)v->node, why);
+		pm_gen_progress(g);
+	}
+}
+
+static void root_tick(struct pm_step *s)
+{
+	struct pm_slowlink *l = s->slow;
+	struct pm_slow_verdict v[16];
+	size_t nv;
+
+	if (!l->root_ok)
+		return;
+	if (l->root_gen != s->gen.gen) {
+		/* Steps of another generation do not compare. */
+		l->root_gen = s->gen.gen;
+		pm_slowroot_reset(&l->root);
+	}
+	if (s->gen.phase != PM_PHASE_RUNNING || pm_gen_terminal(&s->gen))
+		return;
+	nv = pm_slowroot_tick(&l->root, l->active, v, sizeof(v) / sizeof(v[0]));
+	if (s->opts.verbose) {
+		/* Each interval's samples in procmgrd's log: what a threshold is
+		 * chosen from (bench/README.md, Slow nodes). */
+		char line[1024];
+		size_t off = 0;
+		line[0] = '\0';
+		for (int i = 0; i < s->nnodes && off < sizeof(line) - 64; i++) {
+			const struct pm_slow_sample *x = &l->root.samples[i];
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%s:%.3f/%u",
+						s->names[i],
+						x->kind == PM_SLOW_COMPUTE ? "c" :
+						x->kind == PM_SLOW_PHASE ? "p" : "-",
+						x->kind == PM_SLOW_COMPUTE ? x->compute_ms :
+						x->steps ? (double)x->last / x->steps : 0, x->steps);
+		}
+		pm_log(s, "slow interval %llu:%s", (unsigned long long)l->root.intervals, line);
+	}
+	for (size_t k = 0; k < nv && !pm_gen_terminal(&s->gen); k++)
+		verdict(s, &v[k]);
+}
+
+static void on_tick(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	struct pm_slowlink *l = s->slow;
+	(void)lp;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (s->gen.root && l->root_ok) {
+		l->expected = active_nodes(s);
+		if (l->root_gen != s->gen.gen) {
+			l->root_gen = s->gen.gen;
+			pm_slowroot_reset(&l->root);
+		}
+	}
+	pm_slownode_flush(&l->node, PM_WIRE_TEXT_MAX + 1, emit_up, s);
+	if (s->gen.root)
+		root_tick(s);
+}
+
+int pm_slowlink_init(struct pm_step *s)
+{
+	unsigned interval = pm_opts_slow_interval(&s->opts);
+	struct pm_slowlink *l;
+	struct pm_slow_cfg cfg;
+	char err[160];
+
+	if (!interval)
+		return 0;
+	l = calloc(1, sizeof(*l));
+	if (!l || pm_slownode_init(&l->node, (uint32_t)s->node, (unsigned)s->ntasks_local)) {
+		free(l);
+		return -1;
+	}
+	l->active = calloc((size_t)s->nnodes, sizeof(*l->active));
+	if (!l->active) {
+		pm_slownode_free(&l->node);
+		free(l);
+		return -1;
+	}
+	s->slow = l;
+	pm_slow_cfg_default(&cfg);
+	cfg.threshold = s->opts.slow_threshold_pct / 100.0;
+	/* Every node may become the root (spares): each can judge. */
+	if (pm_slowroot_init(&l->root, &cfg, (uint32_t)s->nnodes, err, sizeof(err)))
+		pm_log(s, "slow-node detection is off: %s", err);
+	else
+		l->root_ok = true;
+	l->tick_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_tick, .arg = s };
+	if (l->tick_w.fd < 0 || pm_loop_add(s->loop, &l->tick_w, EPOLLIN) ||
+	    pm_timer_set(l->tick_w.fd, interval, interval))
+		return -1;
+	return 0;
+}
+
+void pm_slowlink_free(struct pm_step *s)
+{
+	struct pm_slowlink *l = s->slow;
+
+	if (!l)
+		return;
+	if (l->tick_w.fd >= 0) {
+		pm_loop_del(s->loop, &l->tick_w);
+		close(l->tick_w.fd);
+	}
+	pm_slownode_free(&l->node);
+	if (l->root_ok)
+		pm_slowroot_free(&l->root);
+	free(l->active);
+	free(l);
+	s->slow = NULL;
+}
+
+void pm_slowlink_rank(struct pm_step *s, int lrank, const struct pm_msg *m)
+{
+	struct pm_slowlink *l = s->slow;
+	unsigned long long step, at;
+	double compute;
+
+	if (!l || sscanf(m->text, "%llu %llu %lf", &step, &at, &compute) != 3)
+		return;
+	if (m->gen != l->gen) {
+		l->gen = m->gen;
+		pm_slownode_reset(&l->node);
+	}
+	pm_slownode_beat(&l->node, (unsigned)lrank, step, at, compute);
+}
+
+int pm_slowlink_child(struct pm_step *s, const struct pm_msg *m)
+{
+	struct pm_slowlink *l = s->slow;
+	char err[160];
+
+	if (m->type != PM_MSG_SLOW)
+		return 0;
+	if (!l)
+		return 1;
+	if (s->gen.root) {
+		if (!l->root_ok || m->gen != s->gen.gen)
+			return 1;
+		if (l->root_gen != s->gen.gen) {
+			l->root_gen = s->gen.gen;
+			pm_slowroot_reset(&l->root);
+		}
+		l->expected = active_nodes(s);
+		if (pm_slowroot_add(&l->root, m->text, l->expected, err, sizeof(err)))
+			pm_log(s, "node %d: %s", m->node, err);
+		return 1;
+	}
+	if (m->gen != l->gen) {
+		/* Not this node's generation (yet): passed up as it is. */
+		pm_step_ops.send_up(s, m);
+		return 1;
+	}
+	if (pm_slownode_merge(&l->node, m->text, err, sizeof(err)))
+		pm_log(s, "node %d: %s", m->node, err);
+	return 1;
+}
+
+int pm_slowlink_parent(struct pm_step *s, const struct pm_msg *m)
+{
+	if (m->type != PM_MSG_SLOW)
+		return 0;
+	pm_step_ops.send_down(s, m);
+	if (s->slow && m->node == s->node)
+		snprintf(s->slow->state, sizeof(s->slow->state), "%.63s", m->status ? m->text : "");
+	return 1;
+}
+
+const char *pm_slowlink_state(struct pm_step *s)
+{
+	return s->slow && s->slow->state[0] ? s->slow->state : NULL;
+}

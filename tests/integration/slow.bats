@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# Slow nodes (--procmgr-slow, --procmgr-evict-slow): a DDP job
+# (examples/ddp_train.py, heartbeats with the step and its compute time)
+# where one node's rank is slowed for real: its Python process stopped and
+# continued over and over (SIGSTOP 60 ms, SIGCONT 30 ms), found through this
+# testbed. Summaries every 4 s and a 40% threshold: this 2-core machine,
+# shared with other test suites, shows unslowed nodes up to 1.3x the
+# median over a window (bench/README.md, Slow nodes).
+load helpers
+
+SLOW=(--procmgr-slow=4s,40%)
+TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --ckpt-every 20)
+
+teardown() {
+	unthrottle
+	pm_teardown
+}
+
+needs_torch() {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
+}
+
+# The Python processes (the ranks' commands) of testbed node I (1-based).
+rank_pids() {
+	local p
+	for p in $(tb pids "$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = python3 ] && echo "$p"
+	done
+	return 0
+}
+has_ranks() { [ -n "$(rank_pids "$1")" ]; }
+# Slow node I: its ranks stopped 60 ms of every 90 (a loop without forks,
+# so the cycle holds on a loaded machine), until unthrottle or they are gone.
+throttle() {
+	local pids
+	wait_until 120 has_ranks "$1" || return 1
+	pids=$(rank_pids "$1")
+	echo "$pids" >"$W/throttled"
+	date +%s.%N >"$W/throttle.t0"
+	/usr/bin/python3 - $pids <<'PY' &
+import os, signal, sys, time
+pids = [int(p) for p in sys.argv[1:]]
+def send(sig):
+    for p in list(pids):
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pids.remove(p)
+signal.signal(signal.SIGTERM, lambda *a: (send(signal.SIGCONT), sys.exit(0)))
+while pids:
+    send(signal.SIGSTOP)
+    time.sleep(0.06)
+    send(signal.SIGCONT)
+    time.sleep(0.03)
+PY
+	echo $! >"$W/throttle.pid"
+}
+unthrottle() {
+	local p
+	[ -s "$W/throttle.pid" ] || return 0
+	kill "$(cat "$W/throttle.pid")" 2>/dev/null || true
+	wait "$(cat "$W/throttle.pid")" 2>/dev/null || true
+	rm -f "$W/throttle.pid"
+	for p in $(cat "$W/throttled" 2>/dev/null); do kill -CONT "$p" 2>/dev/null || true; done
+}
+# Seconds from the throttle's start to the slow event (for the record).
+detect_s() {
+	local t
+	t=$(events "$1" 0 | grep '"event":"slow"' | head -n 1 | sed 's/.*"time":\([0-9.]*\).*/\1/')
+	[ -n "$t" ] && echo "$t - $(cat "$W/throttle.t0")" | bc
+}
+
+# The final loss of the run's last generation (a rank 0 that finished just
+# before the eviction says one too).
+loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$1" | tail -n 1; }
+said() { grep -q -- "$1" "$W/out"; }
+show() {
+	echo "--- srun:"; cat "$W/out"
+	echo "--- procmgrd:"; grep -h "slow interval" "$STATE"/*/0.0.log 2>/dev/null | tail -n 20 || true
+}
+
+@test "slow: the same job without a slowed node is never flagged (the reference run of the eviction test)" {
+	needs_torch
+	OMP_NUM_THREADS=1 timeout 300 srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
+		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 || rc=$?
+	show
+	[ "${rc:-0}" = 0 ]
+	[ -n "$(loss "$W/out")" ]
+	loss "$W/out" >"$BATS_FILE_TMPDIR/loss"
+	! said " is slow"
+	job=$(last_job)
+	! events "$job" 0 | grep -q '"event":"slow"'
+	# The detector did judge: intervals with every node's compute time.
+	grep -q "slow interval .*${P}1=c:.*${P}2=c:.*${P}3=c:" "$STATE/$job/0.0.log"
+}
+
+@test "slow: a slowed node is flagged by name with its evidence, shown SLOW by procmgr status, cleared once when it recovers" {
+	needs_torch
+	OMP_NUM_THREADS=1 timeout 500 srun -N3 --ntasks-per-node=1 "${SLOW[@]}" --procmgr-verbose \
+		"${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 1000000 >"$W/out" 2>&1 &
+	throttle 2
+	wait_until 200 said "node ${P}2 is slow" || { show; false; }
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	grep -Eq "^1 +${P}2 .* SLOW \(compute [0-9.]+x the median\)" <<<"$output"
+	! grep -q "^[02] .*SLOW" <<<"$output"
+	run "$PROCMGR" status "$job" --json
+	grep -q "\"name\":\"${P}2\",\"phase\":\"running\",.*\"slow\":\"compute:" <<<"$output"
+	events "$job" 0 | grep -q "\"event\":\"slow\",\"gen\":0,\"node\":\"${P}2\",\"evidence\":\"compute\""
+	grep -q "node ${P}2 is slow: its ranks' compute time per step [0-9.]*x the job's median (evidence: compute time" "$W/out"
+	echo "# flagged $(detect_s "$job") s after the slowdown began" >&3
+	# Back to normal: said once, and not slow again.
+	unthrottle
+	wait_until 200 said "node ${P}2 is no longer slow" || { show; false; }
+	run "$PROCMGR" status "$job"
+	! grep -q "SLOW" <<<"$output"
+	scancel "$job"
+	wait || true
+	show
+	[ "$(grep -c " is slow" "$W/out")" = 1 ]
+	[ "$(grep -c " is no longer slow" "$W/out")" = 1 ]
+	! grep -q "node ${P}[13] is" "$W/out"
+}
+
+@test "slow: with --procmgr-evict-slow and a spare, the slowed node is replaced and the job ends with the same loss" {
+	needs_torch
+	[ -s "$BATS_FILE_TMPDIR/loss" ] || skip "needs the reference run (the first test)"
+	OMP_NUM_THREADS=1 timeout 300 srun --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
+		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 &
+	local pid=$!
+	throttle 2
+	wait $pid || rc=$?
+	unthrottle
+	show
+	[ "${rc:-0}" = 0 ]
+	grep -q "node ${P}2 is slow: .*; replacing it with a spare" "$W/out"
+	grep -q "lost node ${P}2 (slow: compute .*); its rank 1 move to spare ${P}4" "$W/out"
+	job=$(last_job)
+	events "$job" 0 | grep -q "\"event\":\"slow\",.*\"node\":\"${P}2\".*\"evicted\":true"
+	events "$job" 0 | grep -q "\"event\":\"node_replaced\".*\"node\":\"${P}2\",\"spare\":\"${P}4\""
+	echo "# flagged and evicted $(detect_s "$job") s after the slowdown began" >&3
+	echo "# final loss: $(cat "$BATS_FILE_TMPDIR/loss") unslowed, $(loss "$W/out") with the slow node evicted" >&3
+	[ "$(loss "$W/out")" = "$(cat "$BATS_FILE_TMPDIR/loss")" ]
+}
