@@ -52,6 +52,8 @@ enum pm_msg_type {
 			    * the node's own), text: lines or a part of a stack */
 	PM_MSG_ANSWER_END, /* up: gen: query id, count: nodes of the subtree that
 			    * answered; to the CLI: status 0, or an error */
+	PM_MSG_EVENT,      /* up: text: an event's name, a blank, its JSON members;
+			    * relayed unchanged, written by the root */
 	PM_MSG_TYPE_MAX
 };
 
