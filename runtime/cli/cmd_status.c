@@ -127,12 +127,17 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %s\n", rank, r->local,
 		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss);
 	}
-	printf("%-6s %-16s %-9s %-4s %-5s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
-	       "HEALTH");
+	printf("%-6s %-16s %-9s %-4s %-5s %-7s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
+	       "HEALTH", "STATE");
 	for (i = 0; i < a->nn; i++) {
 		const struct pm_st_node *n = &a->n[i];
-		printf("%-6d %-16s %-9s %-4u %-5d %s\n", n->node, n->name, n->phase, n->gen,
-		       n->ranks, n->health);
+		char st[64] = "-";
+		/* The ranks' state held in memory, of the node's limit. */
+		if (n->state_bytes >= 0)
+			snprintf(st, sizeof(st), "%.1fM/%.0fM", n->state_bytes / 1048576.0,
+				 n->state_max / 1048576.0);
+		printf("%-6d %-16s %-9s %-4u %-5d %-7s %s\n", n->node, n->name, n->phase, n->gen,
+		       n->ranks, n->health, st);
 	}
 }
 
@@ -155,6 +160,8 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 	else if (s->rec_gen)
 		printf(",\"last_restart\":{\"gen\":%u,\"process_ms\":%lld,\"recovery_ms\":null}",
 		       s->rec_gen, s->process_ms);
+	if (s->state_bytes >= 0)
+		printf(",\"state_bytes\":%lld", s->state_bytes);
 	printf("},\"ranks\":[");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
@@ -169,8 +176,12 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		const struct pm_st_node *n = &a->n[i];
 		printf("%s{\"node_id\":%d,\"name\":", i ? "," : "", n->node);
 		pm_json_print(stdout, n->name);
-		printf(",\"phase\":\"%s\",\"gen\":%u,\"ranks\":%d,\"health\":\"%s\"}", n->phase,
+		printf(",\"phase\":\"%s\",\"gen\":%u,\"ranks\":%d,\"health\":\"%s\"", n->phase,
 		       n->gen, n->ranks, n->health);
+		if (n->state_bytes >= 0)
+			printf(",\"state_bytes\":%lld,\"state_max\":%lld", n->state_bytes,
+			       n->state_max);
+		printf("}");
 	}
 	printf("]}\n");
 }

@@ -22,15 +22,22 @@ static int done(int n, size_t len)
 
 int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 {
+	int k;
+
 	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health))
 		return -1;
 	if (n->rec_gen)
-		return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d "
-				     "health=%s rec_gen=%u process_ms=%lld recovery_ms=%lld",
-				     n->node, n->name, n->phase, n->gen, n->ranks, n->health,
-				     n->rec_gen, n->process_ms, n->recovery_ms), len);
-	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s",
-			     n->node, n->name, n->phase, n->gen, n->ranks, n->health), len);
+		k = snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d "
+			     "health=%s rec_gen=%u process_ms=%lld recovery_ms=%lld",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health,
+			     n->rec_gen, n->process_ms, n->recovery_ms);
+	else
+		k = snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health);
+	if (k >= 0 && (size_t)k < len && n->state_max > 0 && n->state_bytes >= 0)
+		k += snprintf(buf + k, len - (size_t)k, " state_bytes=%lld state_max=%lld",
+			      n->state_bytes, n->state_max);
+	return done(k, len);
 }
 
 int pm_st_rank_format(const struct pm_st_rank *r, char *buf, size_t len)
@@ -65,12 +72,13 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 {
 	long long x;
 	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health",
-					    "rec_gen", "process_ms", "recovery_ms" };
+					    "rec_gen", "process_ms", "recovery_ms",
+					    "state_bytes", "state_max" };
 	unsigned i;
 
-	for (i = 0; i < 9 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 11 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 9 || (*seen & (1u << i)))
+	if (i == 11 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	switch (i) {
@@ -79,6 +87,8 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 	case 5: return str(v, n->health, sizeof(n->health));
 	case 7: case 8:
 		return num(v, i == 8 ? -1 : 0, i == 7 ? &n->process_ms : &n->recovery_ms);
+	case 9: case 10:
+		return num(v, 0, i == 9 ? &n->state_bytes : &n->state_max);
 	}
 	if (num(v, 0, &x) || x > 0x7fffffff)
 		return -1;
@@ -139,6 +149,7 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 	if (!strcmp(w, "node")) {
 		kind = 'N';
 		memset(n, 0, sizeof(*n));
+		n->state_bytes = n->state_max = -1;
 	} else if (!strcmp(w, "rank")) {
 		kind = 'R';
 		memset(r, 0, sizeof(*r));
@@ -153,8 +164,11 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 		if (kind == 'N' ? node_kv(n, w, eq + 1, &seen) : rank_kv(r, w, eq + 1, &seen))
 			return -1;
 	}
-	if (kind == 'N')
-		return seen == 0x3fu || seen == 0x1ffu ? kind : -1;
+	if (kind == 'N') {
+		unsigned st = seen & 0x600u;
+		seen &= 0x1ffu;
+		return (seen == 0x3fu || seen == 0x1ffu) && (st == 0 || st == 0x600u) ? kind : -1;
+	}
 	return seen == 0x1ffu ? kind : -1;
 }
 
@@ -164,11 +178,14 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	s->state_bytes = -1;
 	s->nodes = nn;
 	s->ranks = nr;
 	for (i = 0; i < nn; i++) {
 		if (strcmp(n[i].phase, "absent") && strcmp(n[i].phase, "lost"))
 			s->nodes_up++;
+		if (n[i].state_bytes >= 0)
+			s->state_bytes = (s->state_bytes < 0 ? 0 : s->state_bytes) + n[i].state_bytes;
 		if (n[i].rec_gen > s->rec_gen) {
 			s->rec_gen = n[i].rec_gen;
 			s->process_ms = n[i].process_ms;
@@ -223,6 +240,8 @@ void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
 		ADD("; generations %u to %u", s->gen_min, s->gen_max);
 	if (s->spares)
 		ADD("; %d spare%s in reserve", s->spares, s->spares == 1 ? "" : "s");
+	if (s->state_bytes > 0)
+		ADD("; state in memory %.1f MiB", (double)s->state_bytes / (1 << 20));
 #undef ADD
 }
 

@@ -92,6 +92,13 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	/* A hot spare in reserve says so, whatever the step's phase. */
 	snprintf(n.phase, sizeof(n.phase), "%s", spare ? "spare" : pm_phase_name(s->gen.phase));
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
+	n.state_bytes = n.state_max = -1;
+	if (s->state) {
+		struct pm_state_usage u;
+		pm_state_link_usage(s, &u);
+		n.state_bytes = (long long)u.held;
+		n.state_max = (long long)u.max_node;
+	}
 	/* The root measured the last restart (procmgrd/recovery.c). */
 	if (s->gen.root && s->gen.rec.gen) {
 		n.rec_gen = s->gen.rec.gen;

@@ -17,6 +17,7 @@
 
 #include "common/statestore.h"
 #include "io/memblob.h"
+#include "common/stateproto.h"
 #include "io/statesrv.h"
 
 struct sconn {
@@ -24,6 +25,10 @@ struct sconn {
 	struct pm_state_peer peer;
 	struct pm_step *s;
 	bool saved; /* said in the log once per connection */
+	/* Refused at connect: its first request is answered "err" with this,
+	 * then it is closed. Closing at once, its request unread, would
+	 * reset the connection and lose the answer. */
+	char refused[200];
 	struct sconn *prev, *next;
 };
 
@@ -68,6 +73,18 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		sconn_free(s, c);
 		return;
 	}
+	if (c->refused[0]) {
+		char buf[PM_SP_LINE_MAX + 1], out[256];
+		int fd = -1;
+		if (pm_fd_recv(w->fd, buf, sizeof(buf), &fd) > 0) {
+			snprintf(out, sizeof(out), "err %s", c->refused);
+			(void)pm_fd_send(w->fd, out, strlen(out), -1);
+		}
+		if (fd >= 0)
+			close(fd);
+		sconn_free(s, c);
+		return;
+	}
 	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &note, err, sizeof(err));
 	if (rc <= 0) {
 		if (rc < 0)
@@ -102,22 +119,44 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 }
 
-/* Refused before any request: said to it once, then closed. */
+static struct sconn *watch(struct pm_step *s, int fd)
+{
+	struct sconn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->w = (struct pm_watch){ .fd = fd, .fn = on_conn, .arg = c };
+	if (pm_loop_add(s->loop, &c->w, EPOLLIN)) {
+		free(c);
+		return NULL;
+	}
+	c->next = s->state->conns;
+	if (c->next)
+		c->next->prev = c;
+	s->state->conns = c;
+	return c;
+}
+
+/* Refused before any request: its first request is answered with why. */
 static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
 {
-	char buf[300];
+	char buf[200];
 	va_list ap;
-	int n;
+	struct sconn *c;
 
-	n = snprintf(buf, sizeof(buf), "err ");
 	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	pm_log(s, "state socket: %s", buf + 4);
-	(void)pm_fd_send(fd, buf, strlen(buf), -1);
-	close(fd);
+	pm_log(s, "state socket: %s", buf);
+	if (!(c = watch(s, fd))) {
+		close(fd);
+		return;
+	}
+	c->peer.grank = -1;
+	snprintf(c->refused, sizeof(c->refused), "%s", buf);
 }
 
 static void accept_one(struct pm_step *s, int fd)
@@ -152,23 +191,12 @@ static void accept_one(struct pm_step *s, int fd)
 			  "this node", (int)cred.pid);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		turn_away(s, fd, "refused: out of memory");
+	if (!(c = watch(s, fd))) {
+		pm_log(s, "state socket: cannot watch a connection: %s", strerror(errno));
+		close(fd);
 		return;
 	}
-	c->s = s;
 	c->peer.grank = s->gen.ranks[lrank].grank;
-	c->w = (struct pm_watch){ .fd = fd, .fn = on_conn, .arg = c };
-	if (pm_loop_add(s->loop, &c->w, EPOLLIN)) {
-		free(c);
-		turn_away(s, fd, "refused: %s", strerror(errno));
-		return;
-	}
-	c->next = s->state->conns;
-	if (c->next)
-		c->next->prev = c;
-	s->state->conns = c;
 }
 
 static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)

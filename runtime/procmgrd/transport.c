@@ -161,6 +161,8 @@ void pm_step_state_event(struct pm_step *s, const char *name, int grank,
 			 (unsigned long long)n->age_ms, (unsigned long long)n->lost_steps,
 			 s->gen.gen);
 	if (s->gen.root) {
+		if (n->did == PM_STATE_DID_LOAD)
+			pm_gen_state_restored(&s->gen, n->step, n->lost_steps);
 		event(s, name, fields);
 		return;
 	}
@@ -190,6 +192,12 @@ void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m)
 	name[sp - m->text] = '\0';
 	if (strcmp(name, "state_saved") && strcmp(name, "state_restored"))
 		return;
+	if (!strcmp(name, "state_restored")) {
+		const char *st = strstr(sp, "\"step\":"), *lo = strstr(sp, "\"lost_steps\":");
+		if (st && lo)
+			pm_gen_state_restored(&s->gen, strtoull(st + 7, NULL, 10),
+					      strtoull(lo + 13, NULL, 10));
+	}
 	event(s, name, sp + 1);
 }
 

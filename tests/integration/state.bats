@@ -53,7 +53,10 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	ev=$(cat "$STATE/$job"/*.events.jsonl)
 	echo "$ev" | grep '"state_restored"'
 	[ "$(echo "$ev" | grep '"event":"state_restored"' | grep -c '"step":25,.*"lost_steps":0')" -eq 4 ]
-	echo "$ev" | grep -q '"event":"state_saved"'
+	[ "$(echo "$ev" | grep -c '"event":"state_saved"')" -eq 8 ] # each rank's process, 2 generations
+	echo "$ev" | grep '"event":"heartbeating","gen":1' | grep -q '"state_restores":4,"state_step":25,"lost_steps":0'
+	# The recovery line says it too.
+	grep -q "procmgr: generation 1: every rank training again .*; state restored from procmgr's memory (4 restores, step 25, 0 steps of work lost)" "$W/crash.out"
 }
 
 @test "a save over the site's per-rank limit is refused naming the limit; the rank goes on" {
@@ -120,6 +123,12 @@ except OSError as e:
 	wait_until 40 bash -c "[ \$(grep -c 'saved 64 MiB' '$W/out') -eq 4 ]"
 	during=$(shmem_kb)
 	ls /dev/shm >"$W/shm.during"
+	# procmgr status: what each node holds, and the whole step's.
+	job=$(last_job)
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[[ "${lines[0]}" == *"; state in memory 256.0 MiB" ]]
+	[ "$(grep -Ec "^[01] +${P}[0-9]+ .* 128\.0M/32768M$" <<<"$output")" -eq 2 ]
 	touch "$W/go"
 	wait "$pid"
 	echo "# Shmem: $before kB before, $during kB with 4 x 64 MiB saved" >&3

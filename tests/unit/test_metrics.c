@@ -89,6 +89,17 @@ static void test_counts_from_events(void **state)
 	has("procmgr_last_restart_seconds{job=\"42\",step=\"3\"} 0.700\n");
 	has("procmgr_last_recovery_seconds{job=\"42\",step=\"3\"} 9.290\n");
 	has("procmgr_last_restart_process_seconds{job=\"42\",step=\"3\"} 0.290\n");
+	has("procmgr_state_restores_total{job=\"42\",step=\"3\"} 0\n");
+	assert_null(strstr(text, "state_last_lost_steps"));
+	pm_metrics_note(&m, "state_saved", "\"rank\":1,\"node\":\"n1\",\"name\":\"m\","
+			"\"version\":1,\"bytes\":8,\"step\":1");
+	pm_metrics_note(&m, "state_restored", "\"rank\":1,\"node\":\"n1\",\"name\":\"m\","
+			"\"version\":4,\"bytes\":8,\"step\":4,\"age_ms\":3,\"lost_steps\":2,"
+			"\"generation\":1");
+	fmt(&m);
+	has("procmgr_state_restores_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_state_savers_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_state_last_lost_steps{job=\"42\",step=\"3\"} 2\n");
 	pm_metrics_note(&m, "give_up", "\"gen\":4,\"exit_code\":1,\"message\":\"m\"");
 	fmt(&m);
 	has("procmgr_step_running{job=\"42\",step=\"3\"} 0\n");
