@@ -95,12 +95,15 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	switch (note.did) {
 	case PM_STATE_DID_SAVE:
 		k->saves++;
-		if (!c->saved)
-			pm_log(s, "rank %d saved '%s' version %llu (%llu bytes, step %llu); this node holds %llu bytes",
-			       c->peer.grank, note.name, (unsigned long long)note.version,
-			       (unsigned long long)note.size, (unsigned long long)note.step,
-			       (unsigned long long)k->store.held);
+		/* A save per step would flood the log and the event log: the
+		 * first of each process says that saving works. */
+		if (c->saved)
+			break;
 		c->saved = true;
+		pm_log(s, "rank %d saved '%s' version %llu (%llu bytes, step %llu); this node holds %llu bytes",
+		       c->peer.grank, note.name, (unsigned long long)note.version,
+		       (unsigned long long)note.size, (unsigned long long)note.step,
+		       (unsigned long long)k->store.held);
 		pm_step_state_event(s, "state_saved", c->peer.grank, &note);
 		break;
 	case PM_STATE_DID_LOAD:

@@ -152,7 +152,7 @@ void pm_step_state_event(struct pm_step *s, const char *name, int grank,
 
 	len = snprintf(fields, sizeof(fields),
 		       "\"rank\":%d,\"node\":\"%s\",\"name\":\"%s\",\"version\":%llu,"
-		       "\"bytes\":%llu,\"step\":%llu", grank, s->names[s->node], n->name,
+		       "\"bytes\":%llu,\"train_step\":%llu", grank, s->names[s->node], n->name,
 		       (unsigned long long)n->version, (unsigned long long)n->size,
 		       (unsigned long long)n->step);
 	if (n->did == PM_STATE_DID_LOAD && len > 0 && (size_t)len < sizeof(fields))
@@ -193,9 +193,9 @@ void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m)
 	if (strcmp(name, "state_saved") && strcmp(name, "state_restored"))
 		return;
 	if (!strcmp(name, "state_restored")) {
-		const char *st = strstr(sp, "\"step\":"), *lo = strstr(sp, "\"lost_steps\":");
+		const char *st = strstr(sp, "\"train_step\":"), *lo = strstr(sp, "\"lost_steps\":");
 		if (st && lo)
-			pm_gen_state_restored(&s->gen, strtoull(st + 7, NULL, 10),
+			pm_gen_state_restored(&s->gen, strtoull(st + 13, NULL, 10),
 					      strtoull(lo + 13, NULL, 10));
 	}
 	event(s, name, sp + 1);

@@ -52,7 +52,8 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	job=$(last_job)
 	ev=$(cat "$STATE/$job"/*.events.jsonl)
 	echo "$ev" | grep '"state_restored"'
-	[ "$(echo "$ev" | grep '"event":"state_restored"' | grep -c '"step":25,.*"lost_steps":0')" -eq 4 ]
+	[ "$(echo "$ev" | grep '"event":"state_restored"' | grep -c '"train_step":25,.*"lost_steps":0')" -eq 4 ]
+	echo "$ev" | grep '"state_saved"'
 	[ "$(echo "$ev" | grep -c '"event":"state_saved"')" -eq 8 ] # each rank's process, 2 generations
 	echo "$ev" | grep '"event":"heartbeating","gen":1' | grep -q '"state_restores":4,"state_step":25,"lost_steps":0'
 	# The recovery line says it too.
