@@ -15,6 +15,12 @@ uninterrupted one would: same final loss, to the last bit.
 - rank 0 writes a checkpoint every --ckpt-every steps, atomically (a
   temporary file, fsync, rename): a rank killed in the middle leaves no
   half checkpoint behind;
+- under procmgr, every rank also hands its state to procmgr every
+  --state-every steps (default 1: every step; procmgr.save_torch, a memory
+  file procmgrd keeps, about a memcpy), alternating between two names so
+  that the ranks can always agree on a step all of them hold: after a
+  restart they resume from procmgr's copy when it is newer than the disk's,
+  losing at most the step in progress (0: disk checkpoints only);
 - a heartbeat once per step through the procmgr Python module
   (procmgr.heartbeat(step, compute=...): procmgr's hang detector with
   --procmgr-hang-timeout, and its recovery figure: every rank's first
@@ -36,7 +42,8 @@ uninterrupted one would: same final loss, to the last bit.
   and done, first step): bench/recovery's breakdown.
 
 For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
-at step S, once: the marker file says it has happened. With CRASH_HOW=wait
+at step S, once: the marker file says it has happened (CRASH_HOW=kill: a
+SIGKILL of itself instead). With CRASH_HOW=wait
 it stands still there instead, for the test to crash its whole node.
 """
 import time
@@ -46,8 +53,10 @@ T_MAIN = time.time()  # before the imports: what they cost is measured
 import argparse
 import datetime
 import glob
+import io
 import json
 import os
+import signal
 import sys
 
 try:
@@ -146,6 +155,15 @@ class Collective:
         if cls.first is None or cls.last is None:
             return 0.0
         return max(0.0, cls.last - cls.first)
+def state_name(step):
+    # Two slots: a rank stopped while saving step N still holds N-1, and
+    # a rank ahead of it holds N-1 too (steps are in lockstep).
+    return f"train.{step % 2}"
+
+
+def procmgr_steps():
+    """The steps this rank holds in procmgr ({step: name}), {} without."""
+    return {v["step"]: n for n, v in procmgr.saved().items() if n.startswith("train.")}
 
 
 def ordered_mean(group, bucket):
@@ -220,6 +238,8 @@ def maybe_crash(step, rank, timings):
                 time.sleep(60)
         log(f"crashing at step {step} (CRASH_STEP)")
         record(timings, {"event": "crash", "rank": rank, "step": step, "t": time.time()})
+        if os.environ.get("CRASH_HOW") == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
         # At once, as a real crash: no clean shutdown of the process group.
         os._exit(1)
 
@@ -233,6 +253,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--timings", metavar="FILE",
                     help="append when each start-up phase ended (JSON lines)")
+    ap.add_argument("--state-every", type=int, default=1, metavar="N",
+                    help="hand the state to procmgr every N steps (0: never)")
     ap.add_argument("--no-wait-store", action="store_true",
                     help="call init_process_group without waiting for rank 0's store")
     ap.add_argument("--width", type=int, default=16,
@@ -268,6 +290,8 @@ def main():
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]
+        del state
+    held = procmgr_steps() if args.state_every else {}
     t["ckpt_loaded"] = time.time()
 
     if not args.no_wait_store:
@@ -277,6 +301,24 @@ def main():
                             timeout=datetime.timedelta(seconds=60))
     t["rdzv_end"] = time.time()
     world = dist.get_world_size()
+    # procmgr's copy: the newest step every rank holds, if newer than the
+    # disk's. A rank without any (a spare's, a first start) says 0.
+    how = os.path.basename(ckpt) if ckpt else None
+    if args.state_every:
+        newest = max(held) if held else 0
+        s = torch.tensor([newest], dtype=torch.int64, device=device)
+        dist.all_reduce(s, op=dist.ReduceOp.MIN)
+        agreed = s.item()
+        if agreed > start and agreed in held:
+            t0 = time.time()
+            view, info = procmgr.load_info(held[agreed])
+            state = torch.load(io.BytesIO(view), map_location=device)
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+            start = state["step"]
+            del state, view
+            how = (f"procmgr's copy, version {info['version']}, {info['age_ms']} ms old, "
+                   f"loaded in {(time.time() - t0) * 1000:.1f} ms")
     # Every rank must resume from the same step (a shared directory).
     s = torch.tensor([start, -start], dtype=torch.int64, device=device)
     dist.all_reduce(s, op=dist.ReduceOp.MAX)
@@ -284,7 +326,7 @@ def main():
         log(f"ranks disagree on the checkpoint to resume from ({ckpt})")
         sys.exit(2)
     if start:
-        log(f"resumed from step {start} ({os.path.basename(ckpt)})")
+        log(f"resumed from step {start} ({how})")
 
     ddp = DDP(model, device_ids=[local_rank] if cuda else None)
     ddp.register_comm_hook(None, ordered_mean)
@@ -306,6 +348,15 @@ def main():
         opt.step()
         compute = time.perf_counter() - t_step - Collective.blocked()
         done = step + 1
+        if args.state_every and done % args.state_every == 0 and done < args.steps:
+            try:
+                procmgr.save_torch(state_name(done), {"step": done, "model": model.state_dict(),
+                                                      "opt": opt.state_dict()}, step=done)
+            except procmgr.StateError as e:
+                # Over the site's limit: training goes on, on the disk's
+                # checkpoints alone.
+                log(f"procmgr refused the state: {e}; disk checkpoints only from now on")
+                args.state_every = 0
         if done % args.ckpt_every == 0 and done < args.steps and rank == 0:
             save_checkpoint(args.ckpt_dir, done, model, opt)
 

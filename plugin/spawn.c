@@ -209,6 +209,8 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	a.metrics_dir = pm_g.site.metrics_dir[0] ? pm_g.site.metrics_dir : NULL;
 	a.connect_timeout_ms = pm_g.site.connect_timeout_ms;
 	a.srun_node = n->srun_node[0] ? n->srun_node : NULL;
+	a.state_max_rank_mib = pm_g.site.state_max_rank_mib;
+	a.state_max_node_mib = pm_g.site.state_max_node_mib;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  buflen, err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);

@@ -141,6 +141,9 @@ static int supervisor_env(spank_t sp, const struct pm_node *n, int lrank)
 	if (pm_path_sock(path, sizeof(path), n->rundir))
 		return -1;
 	rc |= set(sp, PM_ENV_SOCK, "%s", path);
+	if (pm_path_state(path, sizeof(path), n->rundir))
+		return -1;
+	rc |= set(sp, PM_ENV_STATE_SOCK, "%s", path);
 	rc |= set(sp, PM_ENV_STEP_OPTS, "%s", n->opts);
 	rc |= set(sp, PM_ENV_PEER_TIMEOUT, "%u", pm_g.site.peer_timeout_ms);
 	/* The slow-node detector reads the heartbeat's step too. */

@@ -10,6 +10,10 @@ script runs under procmgr, under torchrun, or by hand.
     for step in range(start, steps):
         procmgr.heartbeat(step)      # liveness, and where training is
         ...
+        procmgr.save_torch("model", model.state_dict(), step)  # kept by procmgr
+
+    # after a restart: the last version this rank saved, or None
+    state = procmgr.load_torch("model")
 
 The heartbeat file is procmgr's hang detector's input (srun
 --procmgr-hang-timeout); a rank's first heartbeat of a generation is also
@@ -21,8 +25,11 @@ import os
 import socket
 import time
 
+from .state import StateError, save, load, load_info, saved, save_torch, load_torch
+
 __all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "local_rank",
-           "world_size", "wait_store"]
+           "world_size", "wait_store", "save", "load", "load_info", "saved", "save_torch",
+           "load_torch", "StateError"]
 
 _ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
 _ENV_RESTART_COUNT = "PROCMGR_RESTART_COUNT"

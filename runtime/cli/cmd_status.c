@@ -127,11 +127,11 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %s\n", rank, r->local,
 		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss);
 	}
-	printf("%-6s %-16s %-9s %-4s %-5s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
-	       "HEALTH");
+	printf("%-6s %-16s %-9s %-4s %-5s %-7s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
+	       "HEALTH", "STATE");
 	for (i = 0; i < a->nn; i++) {
 		const struct pm_st_node *n = &a->n[i];
-		char slow[64] = "";
+		char slow[64] = "", st[64] = "-";
 		/* Found slow: the evidence and its strength after the health. */
 		if (n->slow[0]) {
 			const char *colon = strchr(n->slow, ':');
@@ -140,8 +140,12 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 				 colon ? colon + 1 : "", colon && !strncmp(n->slow, "compute", 7) ?
 				 "x the median" : colon ? " of steps last" : "");
 		}
-		printf("%-6d %-16s %-9s %-4u %-5d %s%s\n", n->node, n->name, n->phase, n->gen,
-		       n->ranks, n->health, slow);
+		/* The ranks' state held in memory, of the node's limit. */
+		if (n->state_bytes >= 0)
+			snprintf(st, sizeof(st), "%.1fM/%.0fM", n->state_bytes / 1048576.0,
+				 n->state_max / 1048576.0);
+		printf("%-6d %-16s %-9s %-4u %-5d %-7s %s%s\n", n->node, n->name, n->phase, n->gen,
+		       n->ranks, n->health, st, slow);
 	}
 }
 
@@ -164,6 +168,8 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 	else if (s->rec_gen)
 		printf(",\"last_restart\":{\"gen\":%u,\"process_ms\":%lld,\"recovery_ms\":null}",
 		       s->rec_gen, s->process_ms);
+	if (s->state_bytes >= 0)
+		printf(",\"state_bytes\":%lld", s->state_bytes);
 	printf("},\"ranks\":[");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
@@ -182,6 +188,9 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		       n->gen, n->ranks, n->health);
 		if (n->slow[0])
 			printf(",\"slow\":\"%s\"", n->slow);
+		if (n->state_bytes >= 0)
+			printf(",\"state_bytes\":%lld,\"state_max\":%lld", n->state_bytes,
+			       n->state_max);
 		printf("}");
 	}
 	printf("]}\n");

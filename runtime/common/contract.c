@@ -64,6 +64,11 @@ int pm_path_sock(char *buf, size_t len, const char *rundir)
 	return path(buf, len, "%s/sock", rundir);
 }
 
+int pm_path_state(char *buf, size_t len, const char *rundir)
+{
+	return path(buf, len, "%s/state", rundir);
+}
+
 int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank)
 {
 	return path(buf, len, "%s/heartbeat.%d", rundir, lrank);
@@ -252,6 +257,8 @@ static const struct flag flags[] = {
 	{ "metrics-dir", STR, F(metrics_dir), 0, PATH_MAX - 1, false },
 	{ "connect-timeout", UINT, F(connect_timeout_ms), 1000, 3600000, false },
 	{ "srun-node", STR, F(srun_node), 0, 255, false },
+	{ "state-max-rank", UINT, F(state_max_rank_mib), 0, 1u << 30, false },
+	{ "state-max-node", UINT, F(state_max_node_mib), 0, 1u << 30, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 
@@ -268,6 +275,8 @@ void pm_daemon_args_init(struct pm_daemon_args *a)
 	a->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
 	a->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	a->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
+	a->state_max_rank_mib = PM_DEFAULT_STATE_MAX_RANK_MIB;
+	a->state_max_node_mib = PM_DEFAULT_STATE_MAX_NODE_MIB;
 }
 
 static void *field(const struct pm_daemon_args *a, const struct flag *f)

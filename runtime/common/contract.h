@@ -37,6 +37,8 @@
 #define PM_ENV_RESTART_COUNT "PROCMGR_RESTART_COUNT" /* the generation */
 /* --procmgr-warm: the descriptor of the command's warm channel (warm.h). */
 #define PM_ENV_WARM_FD "PROCMGR_WARM_FD"
+/* procmgrd's state socket (pm_path_state): the ranks' save and load. */
+#define PM_ENV_STATE_SOCK "PROCMGR_STATE_SOCK"
 /* For procmgr health, to test it on fixture trees. */
 #define PM_ENV_SYSROOT "PROCMGR_SYSROOT"
 #define PM_ENV_NVML_LIB "PROCMGR_NVML_LIB"
@@ -70,6 +72,7 @@
  *   STATE_DIR/JOB/                 the job's user's: logs stay for them
  *   STATE_DIR/JOB/STEP.NODE.run/   procmgrd's run directory, removed at end
  *       sock                       procmgrd's unix socket for its ranks
+ *       state                      procmgrd's state socket (SOCK_SEQPACKET)
  *       heartbeat.LRANK            touched by the user's command
  *       error.LRANK.json           TORCHELASTIC_ERROR_FILE as the plugin
  *                                  sets it; the supervisor gives each
@@ -92,6 +95,7 @@ int pm_path_events(char *buf, size_t len, const char *state_dir, uint32_t job,
 int pm_path_report(char *buf, size_t len, const char *state_dir, uint32_t job,
 		   uint32_t step, uint32_t node);
 int pm_path_sock(char *buf, size_t len, const char *rundir);
+int pm_path_state(char *buf, size_t len, const char *rundir);
 int pm_path_heartbeat(char *buf, size_t len, const char *rundir, int lrank);
 int pm_path_error_file(char *buf, size_t len, const char *rundir, int lrank);
 /* Generation gen's error file, from pm_path_error_file's (or the user's own
@@ -175,6 +179,8 @@ struct pm_daemon_args {
 	 * script's srun: the batch host), as srun saw it; NULL: elsewhere. If
 	 * the root finds it lost, srun is gone: the root ends the job. */
 	const char *srun_node;
+	unsigned state_max_rank_mib; /* the ranks' state in memory: per rank */
+	unsigned state_max_node_mib; /* and per node */
 };
 
 /* The longest node list of a step procmgr takes (SLURM_STEP_NODELIST):
@@ -189,7 +195,8 @@ struct pm_daemon_args {
 	"--ntasks-local N --ntasks N --port P --rundir DIR [--fanout K] " \
 	"[--events FILE] [--munge-socket PATH] [--opts OPTIONS] [--ready-fd FD] " \
 	"[--watch-pid PID] [--health-report FILE] [--health-timeout MS] " \
-	"[--peer-timeout MS] [--connect-timeout MS] [--metrics-dir DIR] [--srun-node NAME]\n" \
+	"[--peer-timeout MS] [--connect-timeout MS] [--metrics-dir DIR] [--srun-node NAME] " \
+	"[--state-max-rank MIB] [--state-max-node MIB]\n" \
 	"procmgrd is started by procmgr.so inside a Slurm step.\n"
 
 /* Defaults for what may be left out; the required ones zero or NULL. */

@@ -91,6 +91,8 @@ struct pm_site {
 	unsigned peer_timeout_ms;   /* a silent tree or rank link is lost; 0: off */
 	unsigned connect_timeout_ms; /* a node's wait for its parent to listen */
 	unsigned job_dir_keep_ms;   /* state_dir/JOB after the job's end; 0: removed then */
+	unsigned state_max_rank_mib; /* the ranks' state procmgrd keeps: per rank */
+	unsigned state_max_node_mib; /* per node; 0: none kept */
 };
 
 #define PM_DEFAULT_RESTARTS 3
@@ -117,6 +119,11 @@ struct pm_site {
 /* Slurm starts a large step's nodes over tens of seconds (its own launch
  * tree): a node waits this long for its parent's procmgrd to listen. */
 #define PM_DEFAULT_CONNECT_TIMEOUT_MS 120000
+/* The ranks' state kept in procmgrd's memory (memfds, counted as the
+ * node's shared memory): a site sizes it to what its nodes can spare. */
+#define PM_DEFAULT_STATE_MAX_RANK_MIB 8192
+#define PM_DEFAULT_STATE_MAX_NODE_MIB 32768
+#define PM_STATE_MAX_MIB (1u << 30)
 
 /* The user options, by name without the "procmgr-" prefix ("" is the bare
  * --procmgr). Each entry's help text is what srun --help shows. */

@@ -4,6 +4,7 @@
 #include "options.h"
 #include "checkspec.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,7 @@ struct site_key {
 	const char *name;
 	int (*parse)(struct pm_site *s, const struct site_key *k, const char *v);
 	const char *allowed;
-	size_t path_off; /* for paths: where in struct pm_site */
+	size_t path_off; /* for paths and sizes: where in struct pm_site */
 };
 
 static int parse_path(struct pm_site *s, const struct site_key *k, const char *v)
@@ -100,6 +101,38 @@ static int parse_job_dir_keep(struct pm_site *s, const struct site_key *k, const
 	return pm_duration_parse(v, &s->job_dir_keep_ms);
 }
 
+/* A size: a whole number with an optional K, M, G or T (powers of 1024;
+ * none: MiB), kept in MiB. */
+static int parse_state_max(struct pm_site *s, const struct site_key *k, const char *v)
+{
+	char num[24];
+	size_t n = strlen(v);
+	unsigned long long shift = 20, b;
+	unsigned u;
+
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, v, n + 1);
+	switch (num[n - 1]) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	default: shift = 0; break;
+	}
+	if (shift)
+		num[n - 1] = '\0';
+	else
+		shift = 20;
+	if (pm_parse_uint(num, 0, UINT_MAX, &u))
+		return -1;
+	b = ((unsigned long long)u << shift) >> 20;
+	if (b > PM_STATE_MAX_MIB || (u && !b))
+		return -1;
+	*(unsigned *)((char *)s + k->path_off) = (unsigned)b;
+	return 0;
+}
+
 static int parse_drain(struct pm_site *s, const struct site_key *k, const char *v)
 {
 	(void)k;
@@ -179,6 +212,12 @@ static const struct site_key keys[] = {
 	  "0 (removed at the job's end) or a duration up to 7 d: " PM_DURATION_FORMS, 0 },
 	{ "default_stack_timeout", parse_default,
 	  "a duration from 1 s to 600 s: " PM_DURATION_FORMS, 0 },
+	{ "state_max_rank", parse_state_max,
+	  "a size from 1M to 1024T (K, M, G, T: powers of 1024; no unit: MiB), or 0 for none",
+	  offsetof(struct pm_site, state_max_rank_mib) },
+	{ "state_max_node", parse_state_max,
+	  "a size from 1M to 1024T (K, M, G, T: powers of 1024; no unit: MiB), or 0 for none",
+	  offsetof(struct pm_site, state_max_node_mib) },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -204,6 +243,8 @@ void pm_site_init(struct pm_site *s)
 	s->health_timeout_ms = PM_HEALTH_DEFAULT_TIMEOUT_MS;
 	s->peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	s->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
+	s->state_max_rank_mib = PM_DEFAULT_STATE_MAX_RANK_MIB;
+	s->state_max_node_mib = PM_DEFAULT_STATE_MAX_NODE_MIB;
 	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
 }
 

@@ -22,7 +22,7 @@ static int done(int n, size_t len)
 
 int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 {
-	char rec[128] = "", slow[48] = "";
+	char rec[128] = "", slow[48] = "", st[96] = "";
 
 	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health) ||
 	    (n->slow[0] && !word_ok(n->slow)))
@@ -32,8 +32,11 @@ int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 			 n->rec_gen, n->process_ms, n->recovery_ms);
 	if (n->slow[0])
 		snprintf(slow, sizeof(slow), " slow=%s", n->slow);
-	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s%s%s",
-			     n->node, n->name, n->phase, n->gen, n->ranks, n->health, rec, slow),
+	if (n->state_max > 0 && n->state_bytes >= 0)
+		snprintf(st, sizeof(st), " state_bytes=%lld state_max=%lld", n->state_bytes,
+			 n->state_max);
+	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s%s%s%s",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health, rec, slow, st),
 		    len);
 }
 
@@ -69,12 +72,13 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 {
 	long long x;
 	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health",
-					    "rec_gen", "process_ms", "recovery_ms", "slow" };
+					    "rec_gen", "process_ms", "recovery_ms", "slow",
+					    "state_bytes", "state_max" };
 	unsigned i;
 
-	for (i = 0; i < 10 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 12 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 10 || (*seen & (1u << i)))
+	if (i == 12 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	switch (i) {
@@ -84,6 +88,8 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 	case 5: return str(v, n->health, sizeof(n->health));
 	case 7: case 8:
 		return num(v, i == 8 ? -1 : 0, i == 7 ? &n->process_ms : &n->recovery_ms);
+	case 10: case 11:
+		return num(v, 0, i == 10 ? &n->state_bytes : &n->state_max);
 	}
 	if (num(v, 0, &x) || x > 0x7fffffff)
 		return -1;
@@ -144,6 +150,7 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 	if (!strcmp(w, "node")) {
 		kind = 'N';
 		memset(n, 0, sizeof(*n));
+		n->state_bytes = n->state_max = -1;
 	} else if (!strcmp(w, "rank")) {
 		kind = 'R';
 		memset(r, 0, sizeof(*r));
@@ -158,9 +165,12 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 		if (kind == 'N' ? node_kv(n, w, eq + 1, &seen) : rank_kv(r, w, eq + 1, &seen))
 			return -1;
 	}
-	if (kind == 'N')
-		/* slow (bit 9) is optional. */
-		return (seen & ~0x200u) == 0x3fu || (seen & ~0x200u) == 0x1ffu ? kind : -1;
+	if (kind == 'N') {
+		/* slow (bit 9) is optional; state_bytes and state_max (10, 11) both or none. */
+		unsigned st = seen & 0xc00u;
+		seen &= 0x1ffu;
+		return (seen == 0x3fu || seen == 0x1ffu) && (st == 0 || st == 0xc00u) ? kind : -1;
+	}
 	return seen == 0x1ffu ? kind : -1;
 }
 
@@ -170,11 +180,14 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	s->state_bytes = -1;
 	s->nodes = nn;
 	s->ranks = nr;
 	for (i = 0; i < nn; i++) {
 		if (strcmp(n[i].phase, "absent") && strcmp(n[i].phase, "lost"))
 			s->nodes_up++;
+		if (n[i].state_bytes >= 0)
+			s->state_bytes = (s->state_bytes < 0 ? 0 : s->state_bytes) + n[i].state_bytes;
 		if (n[i].rec_gen > s->rec_gen) {
 			s->rec_gen = n[i].rec_gen;
 			s->process_ms = n[i].process_ms;
@@ -229,6 +242,8 @@ void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
 		ADD("; generations %u to %u", s->gen_min, s->gen_max);
 	if (s->spares)
 		ADD("; %d spare%s in reserve", s->spares, s->spares == 1 ? "" : "s");
+	if (s->state_bytes > 0)
+		ADD("; state in memory %.1f MiB", (double)s->state_bytes / (1 << 20));
 #undef ADD
 }
 

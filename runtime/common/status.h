@@ -26,6 +26,9 @@ struct pm_st_node {
 	/* Found slow by the root (optional word): "EVIDENCE:RATIO", such as
 	 * "compute:1.52" or "phase:0.90"; "" when not. */
 	char slow[32];
+	/* The ranks' state procmgrd holds in memory and its limit (optional
+	 * words, both or none, said when state_max > 0; -1: not said). */
+	long long state_bytes, state_max;
 };
 
 struct pm_st_rank {
@@ -51,6 +54,7 @@ struct pm_st_summary {
 	int spares; /* rows of spares in reserve (state "spare"): no rank of the step */
 	unsigned rec_gen; /* the last restart's figures, rec_gen 0: none */
 	long long process_ms, recovery_ms;
+	long long state_bytes; /* held by every node that said, -1: none said */
 };
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
 		     struct pm_st_summary *s);

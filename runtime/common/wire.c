@@ -17,6 +17,7 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
 	[PM_MSG_ANSWER_END] = "answer-end",
 	[PM_MSG_RANK_STEP] = "rank-step", [PM_MSG_SLOW] = "slow",
+	[PM_MSG_EVENT] = "event",
 };
 
 const char *pm_msg_name(int type)

@@ -56,6 +56,8 @@ enum pm_msg_type {
 	PM_MSG_RANK_STEP,  /* rank -> procmgrd: gen, text: "STEP AT_MS COMPUTE_MS"
 			    * (the heartbeat's step, when seen, -1: no compute) */
 	PM_MSG_SLOW,       /* up, gen, text: a subtree's summary of an interval */
+	PM_MSG_EVENT,      /* up: text: an event's name, a blank, its JSON members;
+			    * relayed unchanged, written by the root */
 	PM_MSG_TYPE_MAX
 };
 

@@ -159,6 +159,15 @@ struct pm_gen {
 		bool beat;               /* recovery_ms known */
 		uint64_t process_ms, recovery_ms;
 	} rec;
+	/* The ranks' state restored from procmgr's memory in generation gen
+	 * (the root's, from state_restored events): how many restores, the
+	 * oldest step restored and the most steps lost; for the recovery
+	 * line. pm_gen_state_restored feeds it. */
+	struct pm_gen_state_rec {
+		uint32_t gen;
+		unsigned n;
+		uint64_t step_min, lost_max;
+	} state_rec;
 	/* A hang stops every rank first; the decision waits for STOPPED, by
 	 * when every hung rank has said so and the oldest heartbeat is known. */
 	struct pm_hang {
@@ -182,6 +191,8 @@ void pm_gen_checks_done(struct pm_gen *g, const char *why);
 
 /* Rank supervisors. hello: -1 if lrank is out of range or already seen. */
 int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank);
+/* The root: a rank restored state saved at step, losing lost steps. */
+void pm_gen_state_restored(struct pm_gen *g, uint64_t step, uint64_t lost);
 /* RANK_EXIT, RANK_STOPPED, RANK_RUN: -1 for another type. */
 int pm_gen_rank_msg(struct pm_gen *g, int lrank, const struct pm_msg *m);
 void pm_gen_rank_gone(struct pm_gen *g, int lrank, const char *why);

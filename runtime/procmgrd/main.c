@@ -532,6 +532,13 @@ int main(int argc, char **argv)
 			 d.sock_path);
 		goto out_clean;
 	}
+	/* The ranks' state: without it they run on, their saves refused. */
+	{
+		char state_path[PATH_MAX];
+		if (!pm_path_state(state_path, sizeof(state_path), d.rundir) &&
+		    pm_state_link_init(s, state_path, a.state_max_rank_mib, a.state_max_node_mib))
+			pm_log(s, "the ranks' state socket is off (see above)");
+	}
 	/* With spares any node may become the parent of a node whose own is
 	 * lost; the root listens even alone: the procmgr command asks it. */
 	if ((s->nchildren || s->opts.spares || s->node == 0) && listen_tcp(&d, err, sizeof(err)))

@@ -35,6 +35,10 @@ struct pm_metrics {
 	double last_process_s;            /* failure to every rank running again */
 	double last_recovery_s;           /* failure to every rank's first heartbeat */
 	bool have_restart, have_process, have_recovery;
+	/* The ranks' state in memory: restores, and the steps the last one
+	 * lost (state_restored); processes that saved (state_saved). */
+	unsigned long state_restores, state_savers;
+	long state_lost_steps; /* -1: no restore yet */
 };
 
 const char *pm_mreason_name(enum pm_mreason r);

@@ -18,6 +18,7 @@ void pm_metrics_init(struct pm_metrics *m, uint32_t job, uint32_t step)
 	m->job = job;
 	m->step = step;
 	m->last_reason = PM_MR_EXIT;
+	m->state_lost_steps = -1;
 }
 
 /* The value of member key in our own events' fields: where it starts
@@ -166,6 +167,11 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 		}
 	} else if (!strcmp(name, "finish") || !strcmp(name, "give_up")) {
 		m->running = false;
+	} else if (!strcmp(name, "state_saved")) {
+		m->state_savers++;
+	} else if (!strcmp(name, "state_restored")) {
+		m->state_restores++;
+		m->state_lost_steps = field_int(fields, "lost_steps", 0);
 	}
 }
 
@@ -244,6 +250,17 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 	head(&o, "slow_evicted_total", "counter",
 	     "Slow nodes replaced by a spare (--procmgr-evict-slow).");
 	put(&o, "procmgr_slow_evicted_total{%s} %lu\n", id, m->slow_evicted);
+	head(&o, "state_restores_total", "counter",
+	     "Loads of a rank's state kept in procmgr's memory (procmgr.load).");
+	put(&o, "procmgr_state_restores_total{%s} %lu\n", id, m->state_restores);
+	head(&o, "state_savers_total", "counter",
+	     "Rank processes that saved state in procmgr's memory (procmgr.save).");
+	put(&o, "procmgr_state_savers_total{%s} %lu\n", id, m->state_savers);
+	if (m->state_lost_steps >= 0) {
+		head(&o, "state_last_lost_steps", "gauge",
+		     "Steps of work the last restore of a rank's state gave up.");
+		put(&o, "procmgr_state_last_lost_steps{%s} %ld\n", id, m->state_lost_steps);
+	}
 	if (m->have_restart) {
 		head(&o, "last_restart_seconds", "gauge",
 		     "The last restart: from the failure to the next generation's start.");

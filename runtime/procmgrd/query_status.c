@@ -94,6 +94,13 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
 	if (pm_slowlink_state(s))
 		snprintf(n.slow, sizeof(n.slow), "%s", pm_slowlink_state(s));
+	n.state_bytes = n.state_max = -1;
+	if (s->state) {
+		struct pm_state_usage u;
+		pm_state_link_usage(s, &u);
+		n.state_bytes = (long long)u.held;
+		n.state_max = (long long)u.max_node;
+	}
 	/* The root measured the last restart (procmgrd/recovery.c). */
 	if (s->gen.root && s->gen.rec.gen) {
 		n.rec_gen = s->gen.rec.gen;

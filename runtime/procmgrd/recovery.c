@@ -22,6 +22,19 @@ static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
 	g->cf.ops->event(g->cf.ctx, name, f);
 }
 
+void pm_gen_state_restored(struct pm_gen *g, uint64_t step, uint64_t lost)
+{
+	struct pm_gen_state_rec *s = &g->state_rec;
+
+	if (s->gen != g->gen || !s->n)
+		*s = (struct pm_gen_state_rec){ .gen = g->gen, .step_min = step };
+	s->n++;
+	if (step < s->step_min)
+		s->step_min = step;
+	if (lost > s->lost_max)
+		s->lost_max = lost;
+}
+
 void pm_gen_root_running(struct pm_gen *g, bool beat)
 {
 	uint64_t t = g->cf.ops->now_ms(g->cf.ctx);
@@ -51,11 +64,27 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	}
 	r->beat = true;
 	r->recovery_ms = rec;
-	event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
-	      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu", g->gen,
-	      pm_gen_world(g), since, rec, rec, (unsigned long long)r->process_ms);
-	pm_gen_tell(g, "procmgr: generation %u: every rank training again %.2f s after the "
-		    "failure (procmgr's part %.2f s, the program's start %.2f s)", g->gen,
-		    (double)rec / 1000, (double)r->process_ms / 1000,
-		    (double)(rec - r->process_ms) / 1000);
+	{
+		/* Restores come before a rank's first heartbeat, on the same
+		 * links: they are in by now. */
+		const struct pm_gen_state_rec *s = &g->state_rec;
+		char st[160] = "", ev[96] = "";
+		if (s->gen == g->gen && s->n) {
+			snprintf(st, sizeof(st), "; state restored from procmgr's memory (%u "
+				 "restore%s, step %llu, %llu step%s of work lost)", s->n,
+				 s->n == 1 ? "" : "s", (unsigned long long)s->step_min,
+				 (unsigned long long)s->lost_max, s->lost_max == 1 ? "" : "s");
+			snprintf(ev, sizeof(ev), ",\"state_restores\":%u,\"state_step\":%llu,"
+				 "\"lost_steps\":%llu", s->n, (unsigned long long)s->step_min,
+				 (unsigned long long)s->lost_max);
+		}
+		event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
+		      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu%s",
+		      g->gen, pm_gen_world(g), since, rec, rec, (unsigned long long)r->process_ms,
+		      ev);
+		pm_gen_tell(g, "procmgr: generation %u: every rank training again %.2f s after "
+			    "the failure (procmgr's part %.2f s, the program's start %.2f s)%s",
+			    g->gen, (double)rec / 1000, (double)r->process_ms / 1000,
+			    (double)(rec - r->process_ms) / 1000, st);
+	}
 }

@@ -120,6 +120,8 @@ struct pm_step {
 	bool cancelled; /* Slurm's SIGTERM came before the step's end */
 	/* slowlink.c: the slow-node detector, NULL when it is off */
 	struct pm_slowlink *slow;
+	/* state_link.c: the ranks' state kept in memory; NULL: none */
+	struct pm_state_link *state;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -207,6 +209,24 @@ int pm_slowlink_child(struct pm_step *s, const struct pm_msg *m);
 int pm_slowlink_parent(struct pm_step *s, const struct pm_msg *m);
 /* This node found slow: "compute:1.52" (evidence:ratio), else NULL. */
 const char *pm_slowlink_state(struct pm_step *s);
+/* state_link.c: the ranks' state socket (PROCMGR_STATE_SOCK) and this
+ * node's store, limits in MiB; freed, every blob with it, by
+ * pm_step_free. */
+#define PM_STATE_NAMES_MAX 64
+struct pm_state_usage {
+	uint64_t held, max_node, max_rank, saves, loads, refused;
+	size_t blobs;
+};
+struct pm_state_note;
+int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mib,
+		       unsigned max_node_mib);
+void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u);
+void pm_state_link_free(struct pm_step *s);
+/* transport.c: a save or a restore as the root's event (sent up from
+ * other nodes as PM_MSG_EVENT); an EVENT from a child, relayed. */
+void pm_step_state_event(struct pm_step *s, const char *name, int grank,
+			 const struct pm_state_note *note);
+void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m);
 
 /* Log line of procmgrd (its own log file), prefixed with the node. */
 void pm_log(struct pm_step *s, const char *fmt, ...)

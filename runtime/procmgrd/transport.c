@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "io/statesrv.h"
 #include "query.h"
 #include "rank/rank_stack.h"
 
@@ -140,6 +141,64 @@ static void event(void *ctx, const char *name, const char *fields)
 		 "events from now on are lost (is state_dir full?)", strerror(errno));
 	pm_log(s, "%s", text);
 	pm_step_events_untold(s);
+}
+
+void pm_step_state_event(struct pm_step *s, const char *name, int grank,
+			 const struct pm_state_note *n)
+{
+	char fields[PM_WIRE_TEXT_MAX - 64];
+	int len;
+	struct pm_msg m;
+
+	len = snprintf(fields, sizeof(fields),
+		       "\"rank\":%d,\"node\":\"%s\",\"name\":\"%s\",\"version\":%llu,"
+		       "\"bytes\":%llu,\"train_step\":%llu", grank, s->names[s->node], n->name,
+		       (unsigned long long)n->version, (unsigned long long)n->size,
+		       (unsigned long long)n->step);
+	if (n->did == PM_STATE_DID_LOAD && len > 0 && (size_t)len < sizeof(fields))
+		snprintf(fields + len, sizeof(fields) - (size_t)len,
+			 ",\"age_ms\":%llu,\"lost_steps\":%llu,\"generation\":%u",
+			 (unsigned long long)n->age_ms, (unsigned long long)n->lost_steps,
+			 s->gen.gen);
+	if (s->gen.root) {
+		if (n->did == PM_STATE_DID_LOAD)
+			pm_gen_state_restored(&s->gen, n->step, n->lost_steps);
+		event(s, name, fields);
+		return;
+	}
+	pm_msg_init(&m, PM_MSG_EVENT);
+	{
+		char text[PM_WIRE_TEXT_MAX + 1];
+		snprintf(text, sizeof(text), "%s %s", name, fields);
+		pm_msg_set_text(&m, text);
+	}
+	send_up(s, &m);
+}
+
+void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m)
+{
+	char name[64];
+	const char *sp = strchr(m->text, ' ');
+
+	if (!s->gen.root) {
+		send_up(s, m);
+		return;
+	}
+	/* Only names procmgr's nodes send: a child is authenticated, but a
+	 * name is a key of the log and the metrics. */
+	if (!sp || (size_t)(sp - m->text) >= sizeof(name))
+		return;
+	memcpy(name, m->text, (size_t)(sp - m->text));
+	name[sp - m->text] = '\0';
+	if (strcmp(name, "state_saved") && strcmp(name, "state_restored"))
+		return;
+	if (!strcmp(name, "state_restored")) {
+		const char *st = strstr(sp, "\"train_step\":"), *lo = strstr(sp, "\"lost_steps\":");
+		if (st && lo)
+			pm_gen_state_restored(&s->gen, strtoull(st + 13, NULL, 10),
+					      strtoull(lo + 13, NULL, 10));
+	}
+	event(s, name, sp + 1);
 }
 
 void pm_step_events_untold(struct pm_step *s)
@@ -460,6 +519,7 @@ void pm_step_free(struct pm_step *s)
 		if (s->sup_pidfd[i] >= 0)
 			close(s->sup_pidfd[i]);
 	pm_query_free(s);
+	pm_state_link_free(s);
 	pm_gate_free(s);
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);

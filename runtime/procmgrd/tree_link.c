@@ -78,6 +78,10 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	struct pm_msg r;
 
 	if (c->id >= 0) {
+		if (m->type == PM_MSG_EVENT) {
+			pm_step_event_msg(s, m);
+			return;
+		}
 		if (pm_query_child_msg(s, c->id, m) || pm_slowlink_child(s, m))
 			return;
 		if (pm_gen_child_msg(&s->gen, c->id, m))

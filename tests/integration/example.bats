@@ -2,7 +2,8 @@
 # examples/: ddp_train.py through train.sbatch on the testbed, once
 # unbroken and once with a rank crashing mid-training: procmgr restarts
 # every rank, they resume from the newest checkpoint, and the run ends
-# with the very same loss.
+# with the very same loss. The disk's checkpoints alone (--state-every 0):
+# procmgr's copy of the state is state.bats'.
 load helpers
 
 PY=/usr/bin/python3
@@ -22,7 +23,7 @@ train() {
 	local name=$1; shift
 	timeout 120 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
 		sbatch --wait --quiet -o "$W/$name.out" "$top/examples/train.sbatch" \
-		--steps 40 --ckpt-every 10
+		--steps 40 --ckpt-every 10 --state-every 0
 }
 
 final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }

@@ -1684,6 +1684,45 @@ static void test_root_running_event(void **state)
 	done(w);
 }
 
+/* Ranks that restored their state from procmgr's memory before their
+ * first heartbeat: the recovery line and event say which step and the
+ * work lost (the most of any rank); a restore of an older generation
+ * does not count. */
+static void test_root_running_state_restored(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
+	const struct rec *r;
+	(void)state;
+
+	w->g.cf.beats = true;
+	w->g.cf.verbose = false;
+	w->now = 100;
+	launch(w, 0);
+	rank_run(w, 0, 0, 0);
+	rank_run(w, 1, 0, 0);
+	pm_gen_state_restored(&w->g, 3, 9); /* generation 0's: forgotten */
+	w->now = 1000;
+	rank_exit(w, 1, 0, EXIT(3), 0);
+	rank_stopped(w, 0, 0);
+	clear(w);
+	w->now = 1050;
+	rank_run(w, 0, 1, 0);
+	rank_run(w, 1, 1, 0);
+	pm_gen_state_restored(&w->g, 25, 0);
+	pm_gen_state_restored(&w->g, 24, 1);
+	w->now = 1500;
+	rank_run(w, 0, 1, PM_FLAG_BEAT);
+	rank_run(w, 1, 1, PM_FLAG_BEAT);
+	assert_string_equal(event(w, "heartbeating"),
+			    "\"gen\":1,\"ranks\":2,\"since_start_ms\":500,\"since_failure_ms\":500,"
+			    "\"recovery_ms\":500,\"process_ms\":50,\"state_restores\":2,"
+			    "\"state_step\":24,\"lost_steps\":1");
+	r = last(w, A_RANK, PM_MSG_PRINT);
+	assert_non_null(strstr(r->m.text, "the program's start 0.45 s); state restored from "
+			       "procmgr's memory (2 restores, step 24, 1 step of work lost)"));
+	done(w);
+}
+
 /* Without a hang timeout no rank heartbeats: the figure says it is only
  * procmgr's part, at once. */
 static void test_root_running_without_heartbeats(void **state)
@@ -1737,6 +1776,7 @@ int main(void)
 		cmocka_unit_test(test_inner_node_reports_running),
 		cmocka_unit_test(test_root_running_event),
 		cmocka_unit_test(test_root_running_without_heartbeats),
+		cmocka_unit_test(test_root_running_state_restored),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
 		cmocka_unit_test(test_restart_one_rank),

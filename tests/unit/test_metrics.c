@@ -105,6 +105,17 @@ static void test_counts_from_events(void **state)
 	has("procmgr_slow_nodes{job=\"42\",step=\"3\"} 1\n");
 	has("procmgr_slow_flagged_total{job=\"42\",step=\"3\"} 3\n");
 	has("procmgr_slow_evicted_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_state_restores_total{job=\"42\",step=\"3\"} 0\n");
+	assert_null(strstr(text, "state_last_lost_steps"));
+	pm_metrics_note(&m, "state_saved", "\"rank\":1,\"node\":\"n1\",\"name\":\"m\","
+			"\"version\":1,\"bytes\":8,\"train_step\":1");
+	pm_metrics_note(&m, "state_restored", "\"rank\":1,\"node\":\"n1\",\"name\":\"m\","
+			"\"version\":4,\"bytes\":8,\"train_step\":4,\"age_ms\":3,\"lost_steps\":2,"
+			"\"generation\":1");
+	fmt(&m);
+	has("procmgr_state_restores_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_state_savers_total{job=\"42\",step=\"3\"} 1\n");
+	has("procmgr_state_last_lost_steps{job=\"42\",step=\"3\"} 2\n");
 	pm_metrics_note(&m, "give_up", "\"gen\":4,\"exit_code\":1,\"message\":\"m\"");
 	fmt(&m);
 	has("procmgr_step_running{job=\"42\",step=\"3\"} 0\n");

@@ -1183,6 +1183,39 @@ static void test_site_connect_timeout(void **state)
 	}
 }
 
+/* state_max_rank, state_max_node: sizes in MiB, K/M/G/T, 0 for none. */
+static void test_site_state_max(void **state)
+{
+	static const char *const bad[] = { "state_max_rank=", "state_max_rank=x",
+					   "state_max_rank=1P", "state_max_rank=-1",
+					   "state_max_rank=1023K", "state_max_rank=1025T",
+					   "state_max_rank=4294967296", "state_max_rank=1.5G" };
+	struct pm_site s;
+	size_t i;
+	(void)state;
+
+	pm_site_init(&s);
+	assert_int_equal(s.state_max_rank_mib, PM_DEFAULT_STATE_MAX_RANK_MIB);
+	assert_int_equal(s.state_max_node_mib, PM_DEFAULT_STATE_MAX_NODE_MIB);
+	assert_int_equal(site(&s, "state_max_rank=16", NULL, NULL), 0);
+	assert_int_equal(s.state_max_rank_mib, 16);
+	assert_int_equal(site(&s, "state_max_rank=2G", NULL, NULL), 0);
+	assert_int_equal(s.state_max_rank_mib, 2048);
+	assert_int_equal(site(&s, "state_max_rank=2048K", NULL, NULL), 0);
+	assert_int_equal(s.state_max_rank_mib, 2);
+	assert_int_equal(site(&s, "state_max_node=1T", NULL, NULL), 0);
+	assert_int_equal(s.state_max_node_mib, 1u << 20);
+	assert_int_equal(site(&s, "state_max_node=0", NULL, NULL), 0);
+	assert_int_equal(s.state_max_node_mib, 0);
+	assert_int_equal(site(&s, "state_max_node=1024T", NULL, NULL), 0);
+	assert_int_equal(s.state_max_node_mib, PM_STATE_MAX_MIB);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(site(&s, bad[i], NULL, NULL), -1);
+		contains(err, "'state_max_rank'");
+		contains(err, "a size from 1M to 1024T");
+	}
+}
+
 /* A key given twice is refused, naming the file, the key and both values. */
 static void test_site_twice(void **state)
 {
@@ -1782,6 +1815,7 @@ int main(void)
 		cmocka_unit_test(test_hang_first),
 		cmocka_unit_test(test_site_peer_timeout),
 		cmocka_unit_test(test_site_connect_timeout),
+		cmocka_unit_test(test_site_state_max),
 		cmocka_unit_test(test_site_twice),
 		cmocka_unit_test(test_parse_uint),
 		cmocka_unit_test(test_bind),

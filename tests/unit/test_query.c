@@ -286,6 +286,44 @@ static void test_status_recovery(void **state)
 	assert_string_equal(buf, "");
 }
 
+/* A node's state in memory: both words or none, summed in the summary. */
+static void test_status_state(void **state)
+{
+	struct pm_st_node n = { .node = 1, .name = "n1", .phase = "running", .gen = 0,
+				.ranks = 2, .health = "ok", .state_bytes = 3 << 20,
+				.state_max = 32ll << 30 }, p[2];
+	struct pm_st_rank r;
+	struct pm_st_summary s;
+	char buf[512];
+	(void)state;
+
+	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "node id=1 name=n1 phase=running gen=0 ranks=2 health=ok "
+				 "state_bytes=3145728 state_max=34359738368");
+	assert_int_equal(pm_st_parse(buf, &p[0], &r), 'N');
+	assert_int_equal(p[0].state_bytes, 3 << 20);
+	assert_true(p[0].state_max == 32ll << 30);
+	assert_int_equal(pm_st_parse("node id=2 name=n2 phase=running gen=0 ranks=2 health=ok "
+				     "state_max=5 state_bytes=1048576", &p[1], &r), 'N');
+	pm_st_summarize(p, 2, NULL, 0, &s);
+	assert_int_equal(s.state_bytes, 4 << 20);
+	pm_st_summary_line(&s, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "; state in memory 4.0 MiB"));
+	/* One without the other, or a negative one: refused. */
+	assert_int_equal(pm_st_parse("node id=2 name=n2 phase=running gen=0 ranks=2 health=ok "
+				     "state_bytes=1", &p[1], &r), -1);
+	assert_int_equal(pm_st_parse("node id=2 name=n2 phase=running gen=0 ranks=2 health=ok "
+				     "state_bytes=-1 state_max=1", &p[1], &r), -1);
+	/* No state kept (state_max 0): not said; a node that did not say is -1. */
+	n.state_max = 0;
+	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "state_"));
+	assert_int_equal(pm_st_parse(buf, &p[0], &r), 'N');
+	assert_int_equal(p[0].state_bytes, -1);
+	pm_st_summarize(p, 1, NULL, 0, &s);
+	assert_int_equal(s.state_bytes, -1);
+}
+
 static void test_summary(void **state)
 {
 	struct pm_st_node n[3] = { { .phase = "running" }, { .phase = "running" },
@@ -414,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_status_round_trip),
 		cmocka_unit_test(test_status_strict),
 		cmocka_unit_test(test_status_recovery),
+		cmocka_unit_test(test_status_state),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_stack_normalize),
 		cmocka_unit_test(test_stack_group),

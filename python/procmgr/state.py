@@ -1,0 +1,205 @@
+"""The ranks' state kept in memory by procmgr (see procmgr.save).
+
+The protocol (docs/user-guide.md, "State in memory"): a SOCK_SEQPACKET
+Unix socket named by PROCMGR_STATE_SOCK; one request per message, a line
+of ASCII, at most one descriptor attached (SCM_RIGHTS); one reply each.
+"""
+import io
+import mmap
+import os
+import socket
+import threading
+
+_ENV_STATE_SOCK = "PROCMGR_STATE_SOCK"
+_REPLY_MAX = 16384
+
+
+class StateError(OSError):
+    """procmgr refused a save or a load; the message says why (a limit,
+    a name). The program may go on: its last saved version is unchanged."""
+
+
+_lock = threading.Lock()
+_conn = None
+_conn_pid = None
+
+
+def available():
+    """True when this rank can keep state in procmgr (PROCMGR_STATE_SOCK)."""
+    return bool(os.environ.get(_ENV_STATE_SOCK))
+
+
+def _sock():
+    global _conn, _conn_pid
+    # One connection per process (a fork makes its own): procmgr knows the
+    # rank by the process that connected.
+    if _conn is None or _conn_pid != os.getpid():
+        path = os.environ.get(_ENV_STATE_SOCK)
+        if not path:
+            return None
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(path)
+        _conn, _conn_pid = s, os.getpid()
+    return _conn
+
+
+def _drop():
+    global _conn
+    if _conn is not None:
+        try:
+            _conn.close()
+        except OSError:
+            pass
+    _conn = None
+
+
+def _ask(line, fd=None):
+    s = _sock()
+    data = line.encode("ascii")
+    if fd is None:
+        s.send(data)
+    else:
+        socket.send_fds(s, [data], [fd])
+    msg, fds, _flags, _addr = socket.recv_fds(s, _REPLY_MAX, 1)
+    if not msg:
+        _drop()
+        raise StateError("procmgr closed the state socket")
+    text = msg.decode("ascii", "replace")
+    if text.startswith("err "):
+        for f in fds:
+            os.close(f)
+        # Refused at connect (not a rank of this step): the connection is over.
+        if not fds and text.startswith("err refused:"):
+            _drop()
+        raise StateError(text[4:])
+    return text, (fds[0] if fds else None)
+
+
+def _nbytes(buffer):
+    return memoryview(buffer).cast("B").nbytes
+
+
+def save(name, buffer, step=0):
+    """Keep buffer (bytes, bytearray, memoryview, numpy array: anything with
+    the buffer protocol) as this rank's latest version of name, in procmgr's
+    memory on this node. One copy, into a memory file whose descriptor
+    procmgrd then holds, sealed; it survives this process and is what
+    load(name) gets in the next generation of the same global rank.
+
+    Atomic: until this returns, load gets the previous version, and a save
+    cut off (the process killed, an exception) never replaces it. step (a
+    whole number) is recorded with the version: procmgr's events say how
+    old a restored version is and how many steps a failure lost.
+
+    Returns the version number (1, 2, ...), or None outside procmgr.
+    Raises StateError when procmgr refuses it (over the site's limit per
+    rank or per node: the message names the limit); the rank may go on."""
+    if not available():
+        return None
+    view = memoryview(buffer).cast("B")
+    size = view.nbytes
+    with _lock:
+        text, _ = _ask("begin %s %d" % (name, size))
+        ticket = int(text.split()[1])
+        fd = -1
+        try:
+            fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, size)
+            # write(), not a mapping: a fresh shared mapping takes a page
+            # fault per 4 KiB page (bench/state: many times slower).
+            n = 0
+            while n < size:
+                n += os.pwrite(fd, view[n:], n)
+            text, _ = _ask("commit %d %d" % (ticket, int(step)), fd)
+        except BaseException:
+            try:
+                _ask("abort %d" % ticket)
+            except (OSError, StateError):
+                pass
+            raise
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return int(text.split()[1])
+
+
+def load_info(name):
+    """(memoryview, info) of this rank's latest version of name, or
+    (None, None). info: version, size, step, age_ms."""
+    if not available():
+        return None, None
+    with _lock:
+        text, fd = _ask("load %s" % name)
+    if text == "none":
+        return None, None
+    parts = text.split()
+    info = {"version": int(parts[1]), "size": int(parts[2]), "step": int(parts[3]),
+            "age_ms": int(parts[4])}
+    try:
+        if info["size"] == 0:
+            return memoryview(b""), info
+        m = mmap.mmap(fd, info["size"], mmap.MAP_SHARED, mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    return memoryview(m), info
+
+
+def load(name):
+    """This rank's latest saved version of name, mapped read-only (no
+    copy), or None (nothing saved, or outside procmgr)."""
+    return load_info(name)[0]
+
+
+def saved():
+    """What this rank has saved: {name: {"version", "size", "step",
+    "age_ms", "safe"}} ({} outside procmgr)."""
+    if not available():
+        return {}
+    with _lock:
+        text, _ = _ask("list")
+    out = {}
+    for line in text.split("\n")[1:]:
+        n, v, size, step, age, safe = line.split()
+        out[n] = {"version": int(v), "size": int(size), "step": int(step),
+                  "age_ms": int(age), "safe": safe == "1"}
+    return out
+
+
+def save_torch(name, obj, step=0):
+    """torch.save(obj) straight into the memory file procmgr keeps (a state
+    dict, an optimizer's, a dict of both): one serialisation, no other
+    copy, no file on a disk. Returns the version, or None outside procmgr;
+    StateError as save."""
+    import torch
+    if not available():
+        return None
+    fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            torch.save(obj, f)
+        size = os.fstat(fd).st_size
+        with _lock:
+            text, _ = _ask("begin %s %d" % (name, size))
+            ticket = int(text.split()[1])
+            try:
+                text, _ = _ask("commit %d %d" % (ticket, int(step)), fd)
+            except StateError:
+                raise
+            except BaseException:
+                try:
+                    _ask("abort %d" % ticket)
+                except (OSError, StateError):
+                    pass
+                raise
+        return int(text.split()[1])
+    finally:
+        os.close(fd)
+
+
+def load_torch(name, map_location=None):
+    """The object save_torch kept, or None."""
+    import torch
+    view = load(name)
+    if view is None:
+        return None
+    return torch.load(io.BytesIO(view), map_location=map_location)

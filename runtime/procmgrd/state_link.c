@@ -1,0 +1,281 @@
+/* The ranks' state socket (PROCMGR_STATE_SOCK, SOCK_SEQPACKET): who may
+ * connect, and each connection's requests served by io/statesrv.c against
+ * this node's store. A connection is a process of one of this node's
+ * ranks: the job's user's, descending from that rank's supervisor; its
+ * global rank is fixed then and is the only state it can save or load. */
+#include "step.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/statestore.h"
+#include "io/memblob.h"
+#include "common/stateproto.h"
+#include "io/statesrv.h"
+
+struct sconn {
+	struct pm_watch w;
+	struct pm_state_peer peer;
+	struct pm_step *s;
+	bool saved; /* said in the log once per connection */
+	/* Refused at connect: its first request is answered "err" with this,
+	 * then it is closed. Closing at once, its request unread, would
+	 * reset the connection and lose the answer. */
+	char refused[200];
+	struct sconn *prev, *next;
+};
+
+struct pm_state_link {
+	struct pm_state_store store;
+	struct pm_watch lw;
+	struct sconn *conns;
+	uint64_t saves, loads, refused;
+};
+
+static void release(int h, void *arg)
+{
+	(void)arg;
+	close(h);
+}
+
+static void sconn_free(struct pm_step *s, struct sconn *c)
+{
+	pm_statesrv_closed(&s->state->store, &c->peer);
+	pm_loop_del(s->loop, &c->w);
+	close(c->w.fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->state->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+}
+
+static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct sconn *c = w->arg;
+	struct pm_step *s = c->s;
+	struct pm_state_link *k = s->state;
+	struct pm_state_note note;
+	char err[256] = "";
+	int rc;
+	(void)l;
+
+	if (!(ev & EPOLLIN)) {
+		sconn_free(s, c);
+		return;
+	}
+	if (c->refused[0]) {
+		char buf[PM_SP_LINE_MAX + 1], out[256];
+		int fd = -1;
+		if (pm_fd_recv(w->fd, buf, sizeof(buf), &fd) > 0) {
+			snprintf(out, sizeof(out), "err %s", c->refused);
+			(void)pm_fd_send(w->fd, out, strlen(out), -1);
+		}
+		if (fd >= 0)
+			close(fd);
+		sconn_free(s, c);
+		return;
+	}
+	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &note, err, sizeof(err));
+	if (rc <= 0) {
+		if (rc < 0)
+			pm_log(s, "rank %d: %s", c->peer.grank, err);
+		sconn_free(s, c);
+		return;
+	}
+	switch (note.did) {
+	case PM_STATE_DID_SAVE:
+		k->saves++;
+		/* A save per step would flood the log and the event log: the
+		 * first of each process says that saving works. */
+		if (c->saved)
+			break;
+		c->saved = true;
+		pm_log(s, "rank %d saved '%s' version %llu (%llu bytes, step %llu); this node holds %llu bytes",
+		       c->peer.grank, note.name, (unsigned long long)note.version,
+		       (unsigned long long)note.size, (unsigned long long)note.step,
+		       (unsigned long long)k->store.held);
+		pm_step_state_event(s, "state_saved", c->peer.grank, &note);
+		break;
+	case PM_STATE_DID_LOAD:
+		k->loads++;
+		pm_log(s, "rank %d restored '%s' version %llu (step %llu, %llu ms old)",
+		       c->peer.grank, note.name, (unsigned long long)note.version,
+		       (unsigned long long)note.step, (unsigned long long)note.age_ms);
+		pm_step_state_event(s, "state_restored", c->peer.grank, &note);
+		break;
+	case PM_STATE_DID_REFUSE:
+		k->refused++;
+		pm_log(s, "rank %d: refused: %s", c->peer.grank, note.why);
+		break;
+	case PM_STATE_DID_NOTHING:
+		break;
+	}
+}
+
+static struct sconn *watch(struct pm_step *s, int fd)
+{
+	struct sconn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->w = (struct pm_watch){ .fd = fd, .fn = on_conn, .arg = c };
+	if (pm_loop_add(s->loop, &c->w, EPOLLIN)) {
+		free(c);
+		return NULL;
+	}
+	c->next = s->state->conns;
+	if (c->next)
+		c->next->prev = c;
+	s->state->conns = c;
+	return c;
+}
+
+/* Refused before any request: its first request is answered with why. */
+static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
+{
+	char buf[200];
+	va_list ap;
+	struct sconn *c;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pm_log(s, "state socket: %s", buf);
+	if (!(c = watch(s, fd))) {
+		close(fd);
+		return;
+	}
+	c->peer.grank = -1;
+	snprintf(c->refused, sizeof(c->refused), "%s", buf);
+}
+
+static void accept_one(struct pm_step *s, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	pid_t *sup;
+	int i, lrank;
+	struct sconn *c;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred)) {
+		turn_away(s, fd, "refused: the peer's credentials cannot be read");
+		return;
+	}
+	if (cred.uid != s->uid) {
+		turn_away(s, fd, "refused: uid %u is not the job's user (uid %u): a rank's state "
+			  "is its own", (unsigned)cred.uid, (unsigned)s->uid);
+		return;
+	}
+	sup = calloc((size_t)s->ntasks_local, sizeof(*sup));
+	for (i = 0; sup && i < s->ntasks_local; i++) {
+		struct ucred sc;
+		socklen_t sl = sizeof(sc);
+		if (s->ranks[i] &&
+		    !getsockopt(s->ranks[i]->w.fd, SOL_SOCKET, SO_PEERCRED, &sc, &sl))
+			sup[i] = sc.pid;
+	}
+	lrank = sup ? pm_state_peer_index("/proc", cred.pid, sup, s->ntasks_local) : -1;
+	free(sup);
+	if (lrank < 0 || s->gen.ranks[lrank].grank < 0) {
+		turn_away(s, fd, "refused: pid %d is not a process of one of this step's ranks on "
+			  "this node", (int)cred.pid);
+		return;
+	}
+	if (!(c = watch(s, fd))) {
+		pm_log(s, "state socket: cannot watch a connection: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	c->peer.grank = s->gen.ranks[lrank].grank;
+}
+
+static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	int fd;
+	(void)l;
+	(void)ev;
+
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+		accept_one(s, fd);
+}
+
+int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mib,
+		       unsigned max_node_mib)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pm_state_cfg cfg = { .max_rank = (uint64_t)max_rank_mib << 20,
+				    .max_node = (uint64_t)max_node_mib << 20,
+				    .max_names = PM_STATE_NAMES_MAX };
+	struct pm_state_link *k;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		pm_log(s, "state socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	if (!(k = calloc(1, sizeof(*k))))
+		return -1;
+	pm_state_init(&k->store, &cfg, (uint32_t)s->node);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) ||
+	    listen(fd, 128)) {
+		pm_log(s, "state socket %s: %m", path);
+		if (fd >= 0)
+			close(fd);
+		free(k);
+		return -1;
+	}
+	k->lw = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = s };
+	if (pm_loop_add(s->loop, &k->lw, EPOLLIN)) {
+		close(fd);
+		free(k);
+		return -1;
+	}
+	s->state = k;
+	return 0;
+}
+
+void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	if (!s->state)
+		return;
+	u->held = s->state->store.held;
+	u->blobs = s->state->store.nb;
+	u->max_node = s->state->store.cfg.max_node;
+	u->max_rank = s->state->store.cfg.max_rank;
+	u->saves = s->state->saves;
+	u->loads = s->state->loads;
+	u->refused = s->state->refused;
+}
+
+/* Every blob goes with procmgrd: at the step's end, scancel or a lost
+ * node nothing of it stays (memfds live only as long as a descriptor or a
+ * mapping does, and the ranks are gone by then). */
+void pm_state_link_free(struct pm_step *s)
+{
+	if (!s->state)
+		return;
+	while (s->state->conns)
+		sconn_free(s, s->state->conns);
+	pm_loop_del(s->loop, &s->state->lw);
+	close(s->state->lw.fd);
+	pm_state_clear(&s->state->store, release, NULL);
+	free(s->state);
+	s->state = NULL;
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# The ranks' state kept in memory by procmgr (procmgr.save / load): a DDP
+# run resumes from procmgr's copy after a SIGKILL, a save over the site's
+# limit is refused and the rank goes on, another user can neither read nor
+# replace a rank's state, a save cut off by the rank's death keeps the last
+# version, and the step's end frees all of it.
+load helpers
+
+PY=/usr/bin/python3
+RANKPY=$top/tests/integration/state_rank.py
+
+site() {
+	cp "$PM_TESTBED_DIR/plugstack.conf" "$W/plugstack.orig"
+	sed -i "s|\$| $*|" "$PM_TESTBED_DIR/plugstack.conf"
+}
+
+teardown() {
+	[ -f "$W/plugstack.orig" ] && cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
+	chown root:root "$STATE"
+	chmod 0755 "$STATE"
+	pm_teardown
+}
+
+shmem_kb() { sed -n 's/^Shmem: *\([0-9]*\) kB/\1/p' /proc/meminfo; }
+
+train() {
+	local name=$1; shift
+	timeout 180 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+		sbatch --wait --quiet -o "$W/$name.out" "$top/examples/train.sbatch" \
+		--steps 40 --ckpt-every 10
+}
+
+final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+
+@test "DDP saving every step: a rank SIGKILLed at step 25 resumes from procmgr's copy of step 25, same final loss" {
+	"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+	train plain || { cat "$W/plain.out"; return 1; }
+	train crash CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=kill ||
+		{ cat "$W/crash.out"; return 1; }
+	cat "$W/crash.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss crash) after a SIGKILL" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss crash)" ]
+	grep -q "^\[rank 1 gen 0\] crashing at step 25" "$W/crash.out"
+	# Every rank from procmgr's copy of the step before the crash, not
+	# from the disk's step 20.
+	[ "$(grep -c "gen 1\] resumed from step 25 (procmgr's copy, version " "$W/crash.out")" -eq 4 ]
+	! grep -q "resumed from step 20" "$W/crash.out"
+	# The disk's checkpoints as before.
+	[ "$(ls "$W/ckpt.crash")" = "$(printf 'step-00000020.pt\nstep-00000030.pt')" ]
+	# The events: each rank's restore, its step and the work lost.
+	job=$(last_job)
+	ev=$(cat "$STATE/$job"/*.events.jsonl)
+	echo "$ev" | grep '"state_restored"'
+	[ "$(echo "$ev" | grep '"event":"state_restored"' | grep -c '"train_step":25,.*"lost_steps":0')" -eq 4 ]
+	echo "$ev" | grep '"state_saved"'
+	[ "$(echo "$ev" | grep -c '"event":"state_saved"')" -eq 8 ] # each rank's process, 2 generations
+	echo "$ev" | grep '"event":"heartbeating","gen":1' | grep -q '"state_restores":4,"state_step":25,"lost_steps":0'
+	# The recovery line says it too.
+	grep -q "procmgr: generation 1: every rank training again .*; state restored from procmgr's memory (4 restores, step 25, 0 steps of work lost)" "$W/crash.out"
+}
+
+@test "a save over the site's per-rank limit is refused naming the limit; the rank goes on" {
+	site state_max_rank=1M
+	run timeout 60 srun -N1 -n1 --procmgr "$PY" "$RANKPY" limit
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"refused: save of 'big' (2.0 MiB) refused: rank 0 would keep 2.5 MiB, over the per-rank limit of 1.0 MiB (state_max_rank)"* ]]
+	[[ "$output" == *"went on: saved version 2"* ]]
+	[[ "$output" == *"saved: ['small']"* ]]
+	grep -h "refused: save of 'big'" "$STATE/$(last_job)"/*.log
+}
+
+@test "a save cut off by the rank's death does not replace the last version" {
+	run timeout 60 srun -N1 -n1 --procmgr-restart=on-failure:1 "$PY" "$RANKPY" cutoff
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[rank 0 gen 0] begun a second save (ok "* ]]
+	[[ "$output" == *"[rank 0 gen 1] restored version 1 step 1 size 1048576: intact"* ]]
+}
+
+@test "another user cannot read or replace a rank's state, nor can a process of the job's user outside the step's ranks" {
+	GO=$W/go timeout 60 srun -N1 -n1 --procmgr --export=ALL,GO="$W/go" "$PY" "$RANKPY" hold \
+		>"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 grep -q "saved secret" "$W/out"
+	job=$(last_job)
+	sock=$(ls -d "$STATE/$job"/*.run)/state
+	[ -S "$sock" ]
+	ask='import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    s.connect(sys.argv[1])
+    s.send(b"load secret")
+    print(s.recv(4096).decode())
+except OSError as e:
+    print("OSError", e)'
+	# The run directory is the job user's alone: nobody cannot reach it.
+	run as_user "$PY" -c "$ask" "$sock"
+	echo "$output"
+	[[ "$output" == "OSError"*"Permission denied"* ]]
+	# Opened to everyone, procmgrd itself refuses nobody (SO_PEERCRED)...
+	chmod o+x "$STATE" "$STATE/$job" "$(dirname "$sock")"
+	chmod o+rw "$sock"
+	run as_user "$PY" -c "$ask" "$sock"
+	echo "$output"
+	[[ "$output" == "err refused: uid 65534 is not the job's user (uid 0): a rank's state is its own" ]]
+	# ...and root outside the step's ranks (not a descendant of one).
+	run "$PY" -c "$ask" "$sock"
+	echo "$output"
+	[[ "$output" == "err refused: pid "*" is not a process of one of this step's ranks on this node" ]]
+	touch "$W/go"
+	wait "$pid"
+	cat "$W/out"
+	grep -q "secret intact" "$W/out"
+}
+
+@test "the step's end frees every saved byte: Shmem back near its start, nothing in /dev/shm, no process left" {
+	before=$(shmem_kb)
+	ls /dev/shm >"$W/shm.before"
+	timeout 60 srun -N2 -n4 --procmgr --export=ALL,GO="$W/go" "$PY" "$RANKPY" fill 64 \
+		>"$W/out" 2>&1 &
+	pid=$!
+	wait_until 40 bash -c "[ \$(grep -c 'saved 64 MiB' '$W/out') -eq 4 ]"
+	during=$(shmem_kb)
+	ls /dev/shm >"$W/shm.during"
+	# procmgr status: what each node holds, and the whole step's.
+	job=$(last_job)
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[[ "${lines[0]}" == *"; state in memory 256.0 MiB" ]]
+	[ "$(grep -Ec "^[01] +${P}[0-9]+ .* 128\.0M/32768M$" <<<"$output")" -eq 2 ]
+	touch "$W/go"
+	wait "$pid"
+	echo "# Shmem: $before kB before, $during kB with 4 x 64 MiB saved" >&3
+	# 256 MiB held while the step ran (other testbeds beside may move it a little).
+	[ $((during - before)) -ge $((200 * 1024)) ]
+	diff "$W/shm.before" "$W/shm.during"
+	wait_until 20 no_leftovers
+	wait_until 20 bash -c "[ \$(( \$(sed -n 's/^Shmem: *\([0-9]*\) kB/\1/p' /proc/meminfo) - $before )) -lt $((48 * 1024)) ]"
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""A rank for state.bats, saving and loading through procmgr's state
+socket with the procmgr module. MODE (argv[1]):
+
+cutoff  generation 0 saves 'blob' (version 1), begins a second save, writes
+        half of it and SIGKILLs itself; generation 1 loads 'blob' and says
+        what it got.
+limit   a save over the site's per-rank limit is refused, the rank goes
+        on and saves again within it.
+hold    saves 'secret', says so, waits for GO (a file), loads it again and
+        says whether it is intact.
+fill    saves MIB MiB (argv[2]), says so, waits for GO.
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+import procmgr  # noqa: E402
+from procmgr import state  # noqa: E402
+
+gen = procmgr.restart_count()
+rank = procmgr.rank()
+
+
+def log(msg):
+    print(f"[rank {rank} gen {gen}] {msg}", flush=True)
+
+
+def wait_go():
+    go = os.environ["GO"]
+    while not os.path.exists(go):
+        time.sleep(0.05)
+
+
+def main():
+    mode = sys.argv[1]
+    n = 1 << 20
+    if mode == "cutoff":
+        if gen == 0:
+            log("saved version %d" % procmgr.save("blob", b"A" * n, step=1))
+            text, _ = state._ask("begin blob %d" % n)
+            fd = os.memfd_create("half", os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, n)
+            os.pwrite(fd, b"B" * (n // 2), 0)
+            log("begun a second save (%s), killing myself half way" % text)
+            os.kill(os.getpid(), signal.SIGKILL)
+        view, info = procmgr.load_info("blob")
+        intact = view is not None and bytes(view) == b"A" * n
+        log("restored version %d step %d size %d: %s" % (
+            info["version"], info["step"], info["size"], "intact" if intact else "CORRUPT"))
+        return 0 if intact else 1
+    if mode == "limit":
+        log("saved version %d" % procmgr.save("small", b"s" * (n // 2), step=1))
+        try:
+            procmgr.save("big", b"b" * (2 * n), step=2)
+            log("big save ACCEPTED")
+            return 1
+        except procmgr.StateError as e:
+            log("refused: %s" % e)
+        log("went on: saved version %d" % procmgr.save("small", b"t" * (n // 2), step=3))
+        log("saved: %s" % sorted(procmgr.saved()))
+        return 0
+    if mode == "hold":
+        procmgr.save("secret", b"rank %d's secret" % rank, step=1)
+        log("saved secret")
+        wait_go()
+        view = procmgr.load("secret")
+        log("secret %s" % ("intact" if bytes(view) == b"rank %d's secret" % rank
+                           else "CHANGED"))
+        return 0
+    if mode == "fill":
+        mib = int(sys.argv[2])
+        procmgr.save("fill", bytearray(mib << 20), step=1)
+        log("saved %d MiB" % mib)
+        wait_go()
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
