@@ -6,6 +6,7 @@
 
 #include "plugin.h"
 #include "common/mpi.h"
+#include "sweep/sweep_file.h"
 
 /* The job script's policy (exported by the batch step, or by salloc) is the
  * layer between the site's defaults and this command's flags. */
@@ -33,6 +34,36 @@ int pm_local_mpi(void)
 		pm_err("%s", err);
 		return -1;
 	}
+	return 0;
+}
+
+/* The trials file is read here, as the user, before a step exists: a
+ * mistake in it launches nothing. Its path goes on absolute (the nodes'
+ * working directory may differ). The root reads it again, knowing the
+ * step's size: a trial larger than the step is refused there. */
+static int sweep_check(struct pm_opts *o)
+{
+	char err[PM_ERRLEN], abs[PATH_MAX];
+	struct pm_sweep sw;
+
+	if (!o->sweep[0])
+		return 0;
+	if (!realpath(o->sweep, abs)) {
+		pm_err("--procmgr-sweep=%s: cannot read the trials file: %m", o->sweep);
+		return -1;
+	}
+	if (strlen(abs) >= sizeof(o->sweep) || strpbrk(abs, " \t\n")) {
+		pm_err("--procmgr-sweep=%s: the file's full path %s must have no blanks",
+		       o->sweep, abs);
+		return -1;
+	}
+	if (pm_sweep_read(abs, o->trial_ranks ? (int)o->trial_ranks : 1, PM_MAX_TRIAL_RANKS,
+			  &sw, err, sizeof(err))) {
+		pm_err("--procmgr-sweep: %s", err);
+		return -1;
+	}
+	pm_sweep_free(&sw);
+	strcpy(o->sweep, abs);
 	return 0;
 }
 
@@ -67,7 +98,7 @@ int pm_local_post_opt(spank_t sp)
 		unsetenv(PM_ENV_STEP_REQ);
 		return 0;
 	}
-	if (pm_local_mpi())
+	if (pm_local_mpi() || sweep_check(&pm_g.resolved))
 		return -1;
 	/* Every field, so that slurmstepd need not know the layers. */
 	pm_g.resolved.set = ~0u;

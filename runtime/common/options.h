@@ -39,6 +39,8 @@ enum {
 	PM_SET_HANG = 1u << 7,
 	PM_SET_VERBOSE = 1u << 8,
 	PM_SET_SPARES = 1u << 9,
+	PM_SET_SWEEP = 1u << 10,
+	PM_SET_TRIAL_RANKS = 1u << 11,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -57,6 +59,11 @@ struct pm_opts {
 	unsigned hang_first_ms;      /* 0: a rank that never beats is not judged */
 	unsigned spares;             /* nodes of the step kept idle to replace lost ones */
 	bool verbose;
+	/* A sweep (runtime/sweep): the trials file (absolute once srun
+	 * resolved it; no blanks: options travel as blank-separated words),
+	 * and a trial's ranks when its line does not say (0: 1). */
+	char sweep[PATH_MAX];
+	unsigned trial_ranks;
 };
 
 /* The site's plugstack.conf arguments. */
@@ -84,6 +91,7 @@ struct pm_site {
 #define PM_MAX_DELAY_MS 60000 /* cap of the exponential backoff */
 #define PM_DEFAULT_FANOUT 32
 #define PM_MAX_SPARES 100000
+#define PM_MAX_TRIAL_RANKS 1000000
 /* Every link (tree and supervisors) says something at least every third
  * of this; a peer silent for this long is lost. A few seconds: far below
  * Slurm's SlurmdTimeout, far above a loaded node's scheduling hiccups. */

@@ -16,6 +16,9 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_CLIENT] = "client",
 	[PM_MSG_QUERY] = "query", [PM_MSG_ANSWER] = "answer",
 	[PM_MSG_ANSWER_END] = "answer-end",
+	[PM_MSG_TRIAL_START] = "trial-start",
+	[PM_MSG_TRIAL_STOP] = "trial-stop",
+	[PM_MSG_TRIAL_EXIT] = "trial-exit",
 };
 
 const char *pm_msg_name(int type)
