@@ -67,6 +67,36 @@ static int sweep_check(struct pm_opts *o)
 	return 0;
 }
 
+/* srun, once the step exists and before any task starts: the step's size
+ * is known, and a trial larger than the step, or tasks the nodes do not
+ * share evenly, fail here rather than on the root's node alone (the other
+ * nodes would wait for it until their connect deadline). */
+int pm_local_sweep(spank_t sp)
+{
+	char err[PM_ERRLEN];
+	uint32_t ntasks = 0, nnodes = 0;
+	const struct pm_opts *o = &pm_g.resolved;
+	struct pm_sweep sw;
+
+	if (!o->enabled || !o->sweep[0])
+		return 0;
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || !ntasks || !nnodes)
+		return 0; /* the root checks it again */
+	if (ntasks % nnodes) {
+		pm_err("--procmgr-sweep needs the same number of tasks on every node (%u tasks on "
+		       "%u nodes): use --ntasks-per-node=N", ntasks, nnodes);
+		return -1;
+	}
+	if (pm_sweep_read(o->sweep, o->trial_ranks ? (int)o->trial_ranks : 1, (int)ntasks, &sw,
+			  err, sizeof(err))) {
+		pm_err("--procmgr-sweep: %s", err);
+		return -1;
+	}
+	pm_sweep_free(&sw);
+	return 0;
+}
+
 int pm_local_post_opt(spank_t sp)
 {
 	char err[PM_ERRLEN], buf[4096];
