@@ -5,6 +5,7 @@
  * writes the results and ends the step. See sweep_run.h. */
 #include "step.h"
 #include "sweep_run.h"
+#include "query.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -490,4 +491,65 @@ void pm_sweep_fail(void *ctx, const struct pm_msg *m)
 	}
 	pm_log(s, "%s", why);
 	finish(s, code, why);
+}
+
+/* Where a trial runs, by node: "pq1:0,1/pq2:0". */
+static void slots_text(struct pm_step *s, int i, char *buf, size_t len)
+{
+	struct pm_sweep_run *r = s->sweep;
+	const struct pm_sq_trial *t = &r->q.t[i];
+	size_t off = 0;
+	int k, last = -1;
+
+	buf[0] = '\0';
+	if (t->state != PM_TS_STARTING && t->state != PM_TS_RUNNING &&
+	    t->state != PM_TS_RESTARTING) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	for (k = 0; k < t->ranks && off + 80 < len; k++) {
+		int sl = t->slot_of_rank[k], node = sl / r->L;
+		if (node != last)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s:%d", last < 0 ? "" : "/",
+						s->names[node], sl % r->L);
+		else
+			off += (size_t)snprintf(buf + off, len - off, ",%d", sl % r->L);
+		last = node;
+	}
+}
+
+void pm_sweep_status(struct pm_step *s, struct pm_q *q)
+{
+	struct pm_sweep_run *r = s->sweep;
+	char *text, slots[1024], err[256];
+	size_t cap, off = 0;
+	uint64_t t = now();
+	int i;
+
+	if (!r || s->node != 0)
+		return;
+	cap = (size_t)r->file.n * (sizeof(slots) / 4 + 400) + 1;
+	text = malloc(cap);
+	if (!text)
+		return;
+	for (i = 0; i < r->file.n; i++) {
+		struct pm_sr_trial tr;
+		char ex[16];
+		size_t e;
+		pm_sr_from_queue(&r->q, i, r->file.trials[i].name, t, &tr);
+		slots_text(s, i, slots, sizeof(slots));
+		snprintf(ex, sizeof(ex), tr.exit_code < 0 ? "-" : "%d", tr.exit_code);
+		snprintf(err, sizeof(err), "%s", tr.error && tr.error[0] ? tr.error : "-");
+		for (e = 0; err[e]; e++)
+			if (err[e] == '\n' || err[e] == '\t')
+				err[e] = ' ';
+		off += (size_t)snprintf(text + off, cap - off, "trial %s %s %s %d %llu %s %s\n",
+					tr.name, pm_ts_name(tr.state), slots, tr.restarts,
+					(unsigned long long)tr.runtime_ms, ex, err);
+		if (off >= cap)
+			break;
+	}
+	text[off < cap ? off : cap - 1] = '\0';
+	pm_q_text(s, q, -1, text);
+	free(text);
 }

@@ -42,9 +42,12 @@ void pm_sweep_node_hello(struct pm_step *s, int lrank);
 /* A message for node (TRIAL_START, TRIAL_STOP), from the root or a parent:
  * to the local supervisor, or on towards node. */
 void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m);
-/* The root's table for procmgr status: lines into buf; JSON lines if json.
- * Returns its length. */
-size_t pm_sweep_status(struct pm_step *s, bool json, char *buf, size_t len);
+/* The root's answer to procmgr status, after its node's lines: a line
+ * per trial, "trial NAME STATE SLOTS RESTARTS RUNTIME_MS EXIT ERROR"
+ * (SLOTS "node:slot,slot/node:slot" or "-", EXIT "-" before any end,
+ * ERROR the rest of the line, "-" if none). */
+struct pm_q;
+void pm_sweep_status(struct pm_step *s, struct pm_q *q);
 
 /* What a node keeps: the START waiting for a supervisor not connected yet. */
 struct pm_sweep_node {
