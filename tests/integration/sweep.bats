@@ -145,3 +145,37 @@ rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 	gone() { ! pgrep -f "$mark" >/dev/null; }
 	wait_until 15 gone
 }
+
+@test "procmgr status during a sweep: one table of trials and a summary line" {
+	{
+		echo "[broken] echo 'cannot open data.csv' >&2; exit 4"
+		for i in $(seq 1 19); do echo "[w$i] touch $W/up.\$PROCMGR_TRIAL; while [ ! -e $W/go ]; do sleep 0.1; done"; done
+		echo "[pair ranks=2] touch $W/up.\$PROCMGR_TRIAL.\$RANK; while [ ! -e $W/go ]; do sleep 0.1; done"
+	} >trials.txt
+	sweep trials.txt >out 2>&1 &
+	# 16 slots: broken ends at once, then 16 ranks wait for go.
+	wait_until 60 bash -c "[ \$(ls $W/up.* 2>/dev/null | wc -l) -ge 16 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" status "$job.0"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"a sweep on 16 task slots of 4 nodes"* ]]
+	[[ "$output" == *"sweep: 21 trials: 0 done, 15 running, 5 queued, 1 failed"* ]] ||
+		[[ "$output" == *"sweep: 21 trials: 0 done, 16 running, 4 queued, 1 failed"* ]]
+	[[ "$output" == *"TRIAL"*"STATE"*"SLOTS"*"RESTARTS"*"RUNTIME"*"EXIT"*"ERROR"* ]]
+	grep -E '^broken +failed +- +0 +[0-9.]+s +4 +cannot open data.csv$' <<<"$output"
+	grep -E "^w1 +running +${P}[1-4]:[0-3] " <<<"$output"
+	run "$PROCMGR" status "$job.0" --json
+	[ "$status" -eq 0 ]
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert d["sweep"]["trials"] == 21 and d["sweep"]["failed"] == 1, d["sweep"]
+t = {x["trial"]: x for x in d["trials"]}
+assert t["broken"]["state"] == "failed" and t["broken"]["exit"] == 4, t["broken"]
+assert t["broken"]["error"] == "cannot open data.csv", t["broken"]
+assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$output"
+	touch go
+	wait
+	cat out
+	grep -q "procmgr: sweep of 21 trials: 20 done, 1 failed" out
+}
