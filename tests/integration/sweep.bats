@@ -37,28 +37,34 @@ rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(rows trials.txt.results done)" -eq 10 ]
-	check() { # trial ranks
-		local t=$1 n=$2 r out
-		for r in $(seq 0 $((n - 1))); do
-			out=$(cat "trials.txt.out/$t.$r.out")
-			[[ "$out" == "$t rank=$r world=$n "* ]] || { echo "$t.$r: $out"; return 1; }
-		done
-		# One master per trial, and it is rank 0's node.
-		[ "$(cat trials.txt.out/$t.*.out | grep -o 'master=[^ ]*' | sort -u | wc -l)" -eq 1 ]
-		[ "$(grep -o 'master=[^:]*' "trials.txt.out/$t.0.out" | cut -d= -f2)" = \
-			"$(grep -o 'host=.*' "trials.txt.out/$t.0.out" | cut -d= -f2)" ]
-		# Local ranks 0..k-1 on each node it spans.
-		for h in $(cat trials.txt.out/$t.*.out | grep -o 'host=.*' | sort -u); do
-			k=$(grep -l "$h\$" trials.txt.out/$t.*.out | wc -l)
-			[ "$(grep -h "$h\$" trials.txt.out/$t.*.out | grep -o 'local=[0-9]*' | sort -u | wc -l)" -eq "$k" ]
-			grep -h "$h\$" trials.txt.out/$t.*.out | grep -q "lws=$k "
-		done
-	}
-	for i in 1 2 3; do check one$i 1; check two$i 2; check six$i 6; done
-	# The line without ranks= has the sweep's default; it is named by its number.
-	check 10 2
-	# A 6-rank trial spans two nodes (4 slots each).
-	[ "$(cat trials.txt.out/six1.*.out | grep -o 'host=.*' | sort -u | wc -l)" -eq 2 ]
+	# One python for every check (a shell loop forks hundreds of times).
+	python3 - trials.txt.out <<-'PY'
+	import collections, os, sys
+	want = {"one%d" % i: 1 for i in (1, 2, 3)}
+	want.update({"two%d" % i: 2 for i in (1, 2, 3)})
+	want.update({"six%d" % i: 6 for i in (1, 2, 3)})
+	want["10"] = 2  # no ranks=: the sweep's default; named by its line number
+	for t, n in want.items():
+	    rows = {}
+	    for r in range(n):
+	        line = open(os.path.join(sys.argv[1], "%s.%d.out" % (t, r))).read().strip()
+	        d = dict(w.split("=", 1) for w in line.split()[1:])
+	        assert line.split()[0] == t and d["rank"] == str(r) and d["world"] == str(n), line
+	        rows[r] = d
+	    # One master per trial, on rank 0's node.
+	    assert len({d["master"] for d in rows.values()}) == 1, (t, rows)
+	    assert rows[0]["master"].split(":")[0] == rows[0]["host"], (t, rows)
+	    # Local ranks 0..k-1 and LOCAL_WORLD_SIZE k on each node it spans.
+	    by = collections.defaultdict(list)
+	    for d in rows.values():
+	        by[d["host"]].append(d)
+	    for h, ds in by.items():
+	        assert sorted(int(d["local"]) for d in ds) == list(range(len(ds))), (t, h, ds)
+	        assert all(d["lws"] == str(len(ds)) for d in ds), (t, h, ds)
+	    # A 6-rank trial spans two nodes of 4 slots.
+	    if n == 6:
+	        assert len(by) == 2, (t, by.keys())
+	PY
 }
 
 @test "a trial that fails once restarts alone; the others run undisturbed" {
