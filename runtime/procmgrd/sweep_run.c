@@ -325,11 +325,16 @@ static void trial_ended(struct pm_step *s, int i)
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
 	   r->attempt[i], st >= 0 ? pm_ts_name((enum pm_ts)st) : "?",
 	   r->failing[i] ? r->fail_code[i] : 0, r->q.t[i].restarts, delay, esc);
-	if (st == PM_TS_RESTARTING && s->opts.verbose) {
-		char line[400];
-		snprintf(line, sizeof(line), "procmgr: trial %s failed (exit %d); restart %d",
-			 r->file.trials[i].name, r->fail_code[i], r->q.t[i].restarts);
-		pm_log(s, "%s", line);
+	if (st == PM_TS_RESTARTING || st == PM_TS_FAILED) {
+		/* A decision, said as a step's are: on srun's stderr. */
+		struct pm_msg m;
+		pm_msg_init(&m, PM_MSG_PRINT);
+		snprintf(m.text, sizeof(m.text), "procmgr: trial %s exited with code %d (%.300s); %s",
+			 r->file.trials[i].name, r->fail_code[i],
+			 r->fail_err[i] ? r->fail_err[i] : "", st == PM_TS_FAILED ? "no restart left: failed" :
+			 "restarting it alone");
+		m.text_len = (uint16_t)strlen(m.text);
+		pm_step_ops.send_rank(s, 0, &m);
 	}
 	free(r->fail_err[i]);
 	r->fail_err[i] = NULL;

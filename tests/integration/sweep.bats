@@ -82,6 +82,7 @@ rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 	[ "$status" -eq 0 ]
 	[ "$(rows trials.txt.results done)" -eq 8 ]
 	[ "$(awk -F'\t' '$1 == "flaky" {print $4}' trials.txt.results)" -eq 1 ]
+	[[ "$output" == *"procmgr: trial flaky exited with code 3 (flaky fails on purpose); restarting it alone"* ]]
 	# Every calm rank started once, in its first try; none restarted.
 	[ "$(ls started.calm* | wc -l)" -eq 12 ]
 	[ "$(ls started.calm*.0 | wc -l)" -eq 12 ]
@@ -105,6 +106,8 @@ rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 	awk -F'\t' '$1 == "bad"' trials.txt.results | grep -q $'\tfailed\t7\t1\t'
 	[[ "$output" == *"procmgr: sweep of 21 trials: 20 done, 1 failed; results in $W/trials.txt.results"* ]]
 	[[ "$output" == *"procmgr: trial bad failed after 1 restart"*"loss is NaN at step"* ]]
+	[ "$(grep -c 'procmgr: trial bad exited with code 7 (loss is NaN at step [0-2]); restarting it alone' <<<"$output")" -eq 1 ]
+	[ "$(grep -c 'procmgr: trial bad exited with code 7 (loss is NaN at step [0-2]); no restart left: failed' <<<"$output")" -eq 1 ]
 	# Its stderr is in its own files.
 	grep -q "loss is NaN at step 2" trials.txt.out/bad.2.err
 }
