@@ -108,10 +108,8 @@ void pm_gen_root_launch(struct pm_gen *g)
 {
 	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
 	      pm_gen_world(g), g->cf.spares);
-	if (g->cf.sweep && g->cf.ops->sweep_launch) {
-		/* The slots wait idle for the sweep's trials: no START. */
+	if (g->cf.sweep && g->cf.ops->sweep_launch) { /* its slots wait for trials: no START */
 		g->phase = PM_PHASE_RUNNING;
-		g->start_t0 = now(g);
 		g->cf.ops->sweep_launch(g->cf.ctx);
 		return;
 	}
@@ -505,22 +503,6 @@ void pm_gen_root_done(struct pm_gen *g)
 	}
 	event(g, "finish", "\"gen\":%u", g->gen);
 	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
-	pm_msg_init(&m, PM_MSG_FINISH);
-	m.gen = g->gen;
-	pm_gen_end(g, &m);
-}
-
-void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text)
-{
-	struct pm_msg m;
-
-	if (pm_gen_terminal(g))
-		return;
-	if (code) {
-		give_up(g, code, -1, false, g->cf.node, text ? text : "");
-		return;
-	}
-	event(g, "finish", "\"gen\":%u", g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
 	pm_gen_end(g, &m);
