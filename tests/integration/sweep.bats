@@ -61,9 +61,10 @@ rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 	    for h, ds in by.items():
 	        assert sorted(int(d["local"]) for d in ds) == list(range(len(ds))), (t, h, ds)
 	        assert all(d["lws"] == str(len(ds)) for d in ds), (t, h, ds)
-	    # A 6-rank trial spans two nodes of 4 slots.
+	    # A 6-rank trial spans more than one node of 4 slots (two when two
+	    # nodes have the room then; more when only scattered slots are free).
 	    if n == 6:
-	        assert len(by) == 2, (t, by.keys())
+	        assert len(by) >= 2, (t, by.keys())
 	PY
 }
 
