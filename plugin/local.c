@@ -27,6 +27,7 @@ static int check_output_dir(const char *dir)
 	close(fd);
 	return 0;
 }
+#include "sweep/sweep_file.h"
 
 /* The job script's policy (exported by the batch step, or by salloc) is the
  * layer between the site's defaults and this command's flags. */
@@ -54,6 +55,66 @@ int pm_local_mpi(void)
 		pm_err("%s", err);
 		return -1;
 	}
+	return 0;
+}
+
+/* The trials file is read here, as the user, before a step exists: a
+ * mistake in it launches nothing. Its path goes on absolute (the nodes'
+ * working directory may differ). The root reads it again, knowing the
+ * step's size: a trial larger than the step is refused there. */
+static int sweep_check(struct pm_opts *o)
+{
+	char err[PM_ERRLEN], abs[PATH_MAX];
+	struct pm_sweep sw;
+
+	if (!o->sweep[0])
+		return 0;
+	if (!realpath(o->sweep, abs)) {
+		pm_err("--procmgr-sweep=%s: cannot read the trials file: %m", o->sweep);
+		return -1;
+	}
+	if (strlen(abs) >= sizeof(o->sweep) || strpbrk(abs, " \t\n")) {
+		pm_err("--procmgr-sweep=%s: the file's full path %s must have no blanks",
+		       o->sweep, abs);
+		return -1;
+	}
+	if (pm_sweep_read(abs, o->trial_ranks ? (int)o->trial_ranks : 1, PM_MAX_TRIAL_RANKS,
+			  &sw, err, sizeof(err))) {
+		pm_err("--procmgr-sweep: %s", err);
+		return -1;
+	}
+	pm_sweep_free(&sw);
+	strcpy(o->sweep, abs);
+	return 0;
+}
+
+/* srun, once the step exists and before any task starts: the step's size
+ * is known, and a trial larger than the step, or tasks the nodes do not
+ * share evenly, fail here rather than on the root's node alone (the other
+ * nodes would wait for it until their connect deadline). */
+int pm_local_sweep(spank_t sp)
+{
+	char err[PM_ERRLEN];
+	uint32_t ntasks = 0, nnodes = 0;
+	const struct pm_opts *o = &pm_g.resolved;
+	struct pm_sweep sw;
+
+	if (!o->enabled || !o->sweep[0])
+		return 0;
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || !ntasks || !nnodes)
+		return 0; /* the root checks it again */
+	if (ntasks % nnodes) {
+		pm_err("--procmgr-sweep needs the same number of tasks on every node (%u tasks on "
+		       "%u nodes): use --ntasks-per-node=N", ntasks, nnodes);
+		return -1;
+	}
+	if (pm_sweep_read(o->sweep, o->trial_ranks ? (int)o->trial_ranks : 1, (int)ntasks, &sw,
+			  err, sizeof(err))) {
+		pm_err("--procmgr-sweep: %s", err);
+		return -1;
+	}
+	pm_sweep_free(&sw);
 	return 0;
 }
 
@@ -90,7 +151,7 @@ int pm_local_post_opt(spank_t sp)
 		unsetenv(PM_ENV_STEP_REQ);
 		return 0;
 	}
-	if (pm_local_mpi())
+	if (pm_local_mpi() || sweep_check(&pm_g.resolved))
 		return -1;
 	/* Every field, so that slurmstepd need not know the layers. */
 	pm_g.resolved.set = ~0u;

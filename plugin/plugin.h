@@ -61,6 +61,7 @@ int pm_slurmd_init(int ac, char **av);
 int pm_local_init(spank_t sp);
 int pm_local_post_opt(spank_t sp);
 int pm_local_mpi(void);
+int pm_local_sweep(spank_t sp);
 int pm_remote_post_opt(spank_t sp);
 int pm_remote_user_init(spank_t sp);
 int pm_remote_task_init(spank_t sp);

@@ -122,7 +122,7 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 	(void)av;
 	if (spank_context() != S_CTX_LOCAL)
 		return 0;
-	if (pm_local_mpi())
+	if (pm_local_mpi() || pm_local_sweep(sp))
 		return -1;
 	return pm_local_init(sp);
 }

@@ -9,18 +9,20 @@
 #include "cmd.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "sweep_status.h"
 
 #define USAGE \
 	"usage: procmgr status [JOBID[.STEP]] [--json]\n" \
 	"  every rank (rank, local rank, node, pid, state, generation, age of its last\n" \
 	"  heartbeat, CPU time, memory) and every node (procmgrd's phase, health) of the\n" \
-	"  step, with a summary. Default: the running steps of the current job\n" \
+	"  step, with a summary; a sweep: a line per trial (name, state, slots, restarts,\n  runtime, exit, error) instead of the ranks. Default: the running steps of the current job\n" \
 	"  ($SLURM_JOB_ID), else of the user. --json: one object per step.\n"
 
 struct answers {
 	struct pm_st_node *n;
 	struct pm_st_rank *r;
 	int nn, nr, ncap, rcap, bad;
+	struct pm_trials_st trials; /* a sweep's, from the root */
 };
 
 static int collect(void *arg, const struct pm_msg *m)
@@ -32,7 +34,12 @@ static int collect(void *arg, const struct pm_msg *m)
 
 	memcpy(text, m->text, (size_t)m->text_len + 1);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		int k = pm_st_parse(line, &n, &r);
+		int k = pm_trials_st_add(&a->trials, line);
+		if (k) {
+			a->bad += k < 0;
+			continue;
+		}
+		k = pm_st_parse(line, &n, &r);
 		if (k == 'N') {
 			if (a->nn == a->ncap) {
 				int c = a->ncap ? a->ncap * 2 : 16;
@@ -110,9 +117,19 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 	char beat[32], cpu[32], rss[32], rec[256];
 	int i;
 
-	printf("step %u.%u: %s\n", t->job, t->step, sum);
+	if (a->trials.n)
+		printf("step %u.%u: a sweep on %d task slots of %d nodes\n", t->job, t->step,
+		       s->ranks, s->nodes);
+	else
+		printf("step %u.%u: %s\n", t->job, t->step, sum);
 	if (pm_st_recovery_line(s, rec, sizeof(rec)) == 0)
 		printf("%s\n", rec);
+	if (a->trials.n) {
+		/* A sweep: its trials are the table; the slots' supervisors
+		 * say little more. */
+		pm_trials_st_print(stdout, &a->trials);
+		goto nodes;
+	}
 	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %s\n", "RANK", "LOCAL", "NODE", "PID",
 	       "STATE", "GEN", "BEAT", "CPU", "RSS");
 	for (i = 0; i < a->nr; i++) {
@@ -127,6 +144,7 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %s\n", rank, r->local,
 		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss);
 	}
+nodes:
 	printf("%-6s %-16s %-9s %-4s %-5s %-7s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
 	       "HEALTH", "STATE");
 	for (i = 0; i < a->nn; i++) {
@@ -170,7 +188,10 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		       s->rec_gen, s->process_ms);
 	if (s->state_bytes >= 0)
 		printf(",\"state_bytes\":%lld", s->state_bytes);
-	printf("},\"ranks\":[");
+	printf("}");
+	if (a->trials.n)
+		pm_trials_st_json(stdout, &a->trials);
+	printf(",\"ranks\":[");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
 		printf("%s{\"rank\":%d,\"local_rank\":%d,\"node\":", i ? "," : "", r->rank, r->local);
@@ -226,6 +247,7 @@ static int one(const char *id, int json)
 out:
 	free(a.n);
 	free(a.r);
+	pm_trials_st_free(&a.trials);
 	return rc;
 }
 

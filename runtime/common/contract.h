@@ -64,6 +64,8 @@
 #define PM_ENV_TE_RESTART_COUNT "TORCHELASTIC_RESTART_COUNT"
 #define PM_ENV_TE_ERROR_FILE "TORCHELASTIC_ERROR_FILE" /* pm_path_error_file */
 #define PM_ENV_ROLE_NAME "ROLE_NAME"
+/* A sweep's trial: its name, set by procmgr-rank for its command. */
+#define PM_ENV_TRIAL "PROCMGR_TRIAL"
 
 /* The rank supervisor is installed next to procmgrd. */
 #define PM_RANK_PROGRAM "procmgr-rank"

@@ -50,6 +50,10 @@ const struct pm_optdesc pm_optdescs[] = {
 	  "a summary every INTERVAL (5 s), flagged THRESHOLD% (20%) over the job's median" PM_TIME_HELP },
 	{ "evict-slow", NULL,
 	  "Replace a node found slow by a spare (implies --procmgr-slow; needs --procmgr-spares)" },
+	{ "sweep", "FILE",
+	  "Run the trials of FILE (a command per line, '[NAME ranks=N]' in front) on the "
+	  "step's task slots, each supervised on its own" },
+	{ "trial-ranks", "N", "Ranks of a sweep's trial whose line does not say (default 1)" },
 };
 const size_t pm_noptdescs = sizeof(pm_optdescs) / sizeof(pm_optdescs[0]);
 
@@ -389,6 +393,18 @@ int pm_opt_parse(struct pm_opts *o, const char *name, const char *value,
 			return bad(err, errlen, name, value, "no value, or yes or no (site default)");
 		o->evict_slow = !value || strcmp(value, "no");
 		o->set |= PM_SET_EVICT_SLOW;
+	} else if (!strcmp(name, "sweep")) {
+		if (!value || !*value || strlen(value) >= sizeof(o->sweep) ||
+		    strpbrk(value, " \t\n"))
+			return bad(err, errlen, name, value,
+				   "the path of a trials file, without blanks, shorter than PATH_MAX");
+		strcpy(o->sweep, value);
+		o->set |= PM_SET_SWEEP;
+	} else if (!strcmp(name, "trial-ranks")) {
+		if (pm_parse_uint(value, 1, PM_MAX_TRIAL_RANKS, &o->trial_ranks))
+			return bad(err, errlen, name, value,
+				   "a whole number of ranks from 1 to 1000000 (at most the step's tasks)");
+		o->set |= PM_SET_TRIAL_RANKS;
 	} else {
 		snprintf(err, errlen, "unknown option '%.*s%s'", PM_Q(name));
 		return -1;
@@ -524,6 +540,14 @@ int pm_opts_format(const struct pm_opts *o, char *buf, size_t len)
 	if ((o->set & PM_SET_EVICT_SLOW) && o->evict_slow &&
 	    put(buf, len, &off, "%s%s%s", "evict-slow", ""))
 		return -1;
+	if ((o->set & PM_SET_SWEEP) && o->sweep[0] &&
+	    put(buf, len, &off, "%ssweep=%s%s", o->sweep, ""))
+		return -1;
+	if ((o->set & PM_SET_TRIAL_RANKS) && o->trial_ranks) {
+		snprintf(v, sizeof(v), "%u", o->trial_ranks);
+		if (put(buf, len, &off, "%strial-ranks=%s%s", v, ""))
+			return -1;
+	}
 	return 0;
 }
 
@@ -565,6 +589,10 @@ void pm_opts_overlay(struct pm_opts *dst, const struct pm_opts *l)
 	}
 	if (l->set & PM_SET_EVICT_SLOW)
 		dst->evict_slow = l->evict_slow;
+	if (l->set & PM_SET_SWEEP)
+		strcpy(dst->sweep, l->sweep);
+	if (l->set & PM_SET_TRIAL_RANKS)
+		dst->trial_ranks = l->trial_ranks;
 	dst->set |= l->set;
 }
 
@@ -641,6 +669,17 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 			 "node's place in a new generation of every rank; add "
 			 "--procmgr-restart=on-failure[:N] (N restarts bound the replacements too)",
 			 out->spares);
+		return -1;
+	}
+
+	if (out->sweep[0] && out->spares) {
+		snprintf(err, errlen, "--procmgr-sweep and --procmgr-spares=%u cannot be combined: "
+			 "a sweep packs its trials on the step's nodes itself", out->spares);
+		return -1;
+	}
+	if (out->trial_ranks && !out->sweep[0]) {
+		snprintf(err, errlen, "--procmgr-trial-ranks=%u needs --procmgr-sweep=FILE",
+			 out->trial_ranks);
 		return -1;
 	}
 

@@ -45,6 +45,8 @@ enum {
 	PM_SET_WARM = 1u << 12,
 	PM_SET_SLOW = 1u << 13,
 	PM_SET_EVICT_SLOW = 1u << 14,
+	PM_SET_SWEEP = 1u << 15,
+	PM_SET_TRIAL_RANKS = 1u << 16,
 };
 
 /* One layer of user options (site default, job script, srun flags) or the
@@ -73,6 +75,11 @@ struct pm_opts {
 	unsigned slow_interval_ms;
 	unsigned slow_threshold_pct;
 	bool evict_slow; /* a slow node is replaced by a spare (implies slow) */
+	/* A sweep (runtime/sweep): the trials file (absolute once srun
+	 * resolved it; no blanks: options travel as blank-separated words),
+	 * and a trial's ranks when its line does not say (0: 1). */
+	char sweep[PATH_MAX];
+	unsigned trial_ranks;
 };
 
 /* The site's plugstack.conf arguments. */
@@ -112,6 +119,7 @@ struct pm_site {
  * 1.5x node in 25 s with no false alarm in 1,000 half hours. */
 #define PM_DEFAULT_SLOW_INTERVAL_MS 5000
 #define PM_DEFAULT_SLOW_THRESHOLD_PCT 20
+#define PM_MAX_TRIAL_RANKS 1000000
 /* Every link (tree and supervisors) says something at least every third
  * of this; a peer silent for this long is lost. A few seconds: far below
  * Slurm's SlurmdTimeout, far above a loaded node's scheduling hiccups. */

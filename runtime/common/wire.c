@@ -18,6 +18,9 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_ANSWER_END] = "answer-end",
 	[PM_MSG_RANK_STEP] = "rank-step", [PM_MSG_SLOW] = "slow",
 	[PM_MSG_EVENT] = "event",
+	[PM_MSG_TRIAL_START] = "trial-start",
+	[PM_MSG_TRIAL_STOP] = "trial-stop",
+	[PM_MSG_TRIAL_EXIT] = "trial-exit",
 };
 
 const char *pm_msg_name(int type)

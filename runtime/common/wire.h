@@ -58,6 +58,14 @@ enum pm_msg_type {
 	PM_MSG_SLOW,       /* up, gen, text: a subtree's summary of an interval */
 	PM_MSG_EVENT,      /* up: text: an event's name, a blank, its JSON members;
 			    * relayed unchanged, written by the root */
+	/* Sweeps (procmgrd/sweep_run.c): one trial's rank on one slot. */
+	PM_MSG_TRIAL_START, /* down to node, then to its rank: gen: the attempt,
+			     * rank: the trial's rank, node: the node, status: the
+			     * slot (local rank), count: the trial's restarts, text:
+			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT, '\n', CMD */
+	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
+	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
+			     * slot, status: wait status, count: flags, text: error */
 	PM_MSG_TYPE_MAX
 };
 
@@ -69,6 +77,7 @@ enum {
 	PM_FLAG_CANCEL = 1u << 4, /* Slurm is ending the step (scancel, time limit) */
 	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
 	PM_FLAG_BEAT = 1u << 6,   /* RANK_RUN: the command's first heartbeat */
+	PM_FLAG_STOPPED = 1u << 7, /* TRIAL_EXIT: stopped by TRIAL_STOP, no failure */
 };
 
 /* START to a rank (spares): rank is the global rank it runs as, node its

@@ -108,6 +108,11 @@ void pm_gen_root_launch(struct pm_gen *g)
 {
 	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
 	      pm_gen_world(g), g->cf.spares);
+	if (g->cf.sweep && g->cf.ops->sweep_launch) { /* its slots wait for trials: no START */
+		g->phase = PM_PHASE_RUNNING;
+		g->cf.ops->sweep_launch(g->cf.ctx);
+		return;
+	}
 	pm_gen_start(g, 0);
 }
 
@@ -251,6 +256,10 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 
 	if (pm_gen_terminal(g))
 		return;
+	if (g->cf.sweep && g->phase == PM_PHASE_RUNNING && g->cf.ops->sweep_fail) {
+		g->cf.ops->sweep_fail(g->cf.ctx, m);
+		return;
+	}
 	if (m->count & PM_FLAG_CANCEL) {
 		root_cancel(g, m);
 		return;

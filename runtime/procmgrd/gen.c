@@ -505,7 +505,8 @@ int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank)
 	r->st = PM_RANK_IDLE;
 	if (pm_gen_terminal(g)) {
 		g->cf.ops->send_rank(g->cf.ctx, lrank, &g->end_msg);
-	} else if (g->phase == PM_PHASE_RUNNING) {
+	} else if (g->phase == PM_PHASE_RUNNING && !g->cf.sweep) {
+		/* A sweep's slots get their trials from sweep_node.c. */
 		start_rank(g, lrank);
 	}
 	return 0;

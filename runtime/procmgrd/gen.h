@@ -64,6 +64,12 @@ struct pm_gen_ops {
 	int (*hang_outlier)(void *ctx, int *node);
 	/* The root declared node lost (its node_lost event). May be NULL. */
 	void (*node_lost)(void *ctx, int node);
+	/* Sweeps (cf.sweep, the root): every node is ready, the sweep's
+	 * queue takes the slots instead of a generation; and a failure the
+	 * machine saw while it runs (a node or a supervisor lost, a check,
+	 * Slurm's cancel), for the sweep to end on. May be NULL. */
+	void (*sweep_launch)(void *ctx);
+	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
 };
 
 struct pm_gen_config {
@@ -86,6 +92,9 @@ struct pm_gen_config {
 	/* Ranks heartbeat (a hang timeout): their first beat after a restart
 	 * is the recovery's end; without, only procmgr's part is known. */
 	bool beats;
+	/* A sweep: the root starts no generation; procmgrd/sweep_run.c
+	 * starts trials on the slots and ends the step (pm_gen_sweep_end). */
+	bool sweep;
 	const struct pm_gen_ops *ops;
 	void *ctx;
 };
@@ -242,6 +251,10 @@ void pm_gen_abort_local(struct pm_gen *g, const char *why);
  * -1 (err says why) when the step cannot do it now. */
 int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t len);
 int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len);
+
+/* The root's sweep is over: FINISH (code 0) or ABORT with code, text
+ * (may be "") on rank 0's stderr. */
+void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text);
 
 bool pm_gen_terminal(const struct pm_gen *g);
 /* Terminal, and every supervisor has come and gone: procmgrd may exit. */

@@ -507,6 +507,8 @@ int main(int argc, char **argv)
 		goto out_ready;
 	}
 	s->port = d.port;
+	if (pm_sweep_run_init(s, err, sizeof(err)))
+		goto out_ready;
 	s->parent_node = pm_tree_parent(s->node, s->fanout);
 	if (events)
 		snprintf(s->events_path, sizeof(s->events_path), "%s", events);

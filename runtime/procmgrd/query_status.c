@@ -91,6 +91,9 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	snprintf(n.name, sizeof(n.name), "%s", s->names[s->node]);
 	/* A hot spare in reserve says so, whatever the step's phase. */
 	snprintf(n.phase, sizeof(n.phase), "%s", spare ? "spare" : pm_phase_name(s->gen.phase));
+	/* A sweep's nodes start no generation: their slots run trials. */
+	if (s->opts.sweep[0] && !pm_gen_terminal(&s->gen) && s->gen.ready_sent)
+		snprintf(n.phase, sizeof(n.phase), "sweep");
 	snprintf(n.health, sizeof(n.health), "%s", health(s));
 	if (pm_slowlink_state(s))
 		snprintf(n.slow, sizeof(n.slow), "%s", pm_slowlink_state(s));
@@ -131,4 +134,5 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	}
 	if (off)
 		pm_q_text(s, q, -1, text);
+	pm_sweep_status(s, q); /* a sweep's trials, on the root */
 }

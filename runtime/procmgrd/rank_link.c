@@ -2,6 +2,7 @@
  * their HELLO, then their frames, fed to the state machine. */
 #include "step.h"
 #include "query.h"
+#include "sweep_run.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -59,6 +60,13 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 			pm_slowlink_rank(s, c->id, m);
 			return;
 		}
+		if (m->type == PM_MSG_RANK_EXIT || m->type == PM_MSG_RANK_STOPPED) {
+			/* A sweep's trial ended on this slot: the root's news. */
+			if (pm_sweep_node_rank_msg(s, c->id, m)) {
+				s->cmd_pgid[c->id] = 0;
+				return;
+			}
+		}
 		if (m->type == PM_MSG_RANK_RUN) {
 			s->cmd_pgid[c->id] = m->status > 1 ? (pid_t)m->status : 0;
 			pm_gen_rank_msg(&s->gen, c->id, m);
@@ -93,6 +101,7 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 		pm_conn_drop(c, "a second supervisor for the same rank");
 		return;
 	}
+	pm_sweep_node_hello(s, c->id);
 	pm_step_events_untold(s);
 }
 

@@ -19,6 +19,7 @@
 #include "io/loop.h"
 #include "metrics.h"
 #include "gate_rule.h"
+#include "sweep_run.h"
 
 /* gate.c: a tree connection that has not said HELLO yet. */
 struct pm_pending {
@@ -122,6 +123,9 @@ struct pm_step {
 	struct pm_slowlink *slow;
 	/* state_link.c: the ranks' state kept in memory; NULL: none */
 	struct pm_state_link *state;
+	/* A sweep (sweep_run.h): the root's queue, and every node's side. */
+	struct pm_sweep_run *sweep;
+	struct pm_sweep_node *sweep_node;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA

@@ -291,6 +291,8 @@ const struct pm_gen_ops pm_step_ops = {
 	.now_ms = now_ms,
 	.hang_outlier = hang_outlier,
 	.node_lost = node_lost,
+	.sweep_launch = pm_sweep_launch,
+	.sweep_fail = pm_sweep_fail,
 };
 
 static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -439,7 +441,7 @@ int pm_step_init(struct pm_step *s)
 		.node = s->node, .nnodes = s->nnodes, .fanout = s->fanout,
 		.ntasks = s->ntasks, .ntasks_local = s->ntasks_local,
 		.names = (const char *const *)s->names, .verbose = s->opts.verbose,
-		.spares = (int)s->opts.spares,
+		.spares = (int)s->opts.spares, .sweep = s->opts.sweep[0] != '\0',
 		.ops = &pm_step_ops, .ctx = s,
 	};
 	int i;
@@ -497,6 +499,7 @@ void pm_step_free(struct pm_step *s)
 {
 	int i;
 
+	pm_sweep_run_free(s);
 	for (i = 0; s->ranks && i < s->ntasks_local; i++)
 		if (s->ranks[i])
 			pm_conn_free(s->ranks[i]);

@@ -82,7 +82,8 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 			pm_step_event_msg(s, m);
 			return;
 		}
-		if (pm_query_child_msg(s, c->id, m) || pm_slowlink_child(s, m))
+		if (pm_query_child_msg(s, c->id, m) || pm_slowlink_child(s, m) ||
+		    pm_sweep_node_child_msg(s, m))
 			return;
 		if (pm_gen_child_msg(&s->gen, c->id, m))
 			pm_conn_drop(c, "unexpected message from a child");
@@ -255,7 +256,7 @@ static void parent_msg(struct pm_conn *c, const struct pm_msg *m)
 		parent_unproven(s, m);
 		return;
 	}
-	if (pm_query_parent_msg(s, m) || pm_slowlink_parent(s, m))
+	if (pm_query_parent_msg(s, m) || pm_slowlink_parent(s, m) || pm_sweep_node_parent_msg(s, m))
 		return;
 	if (pm_gen_parent_msg(&s->gen, m))
 		pm_conn_drop(c, "unexpected message from the parent");

@@ -67,6 +67,9 @@ struct rank {
 		struct pm_warm_buf buf;
 		struct rank *r;
 	} ch[2];
+	/* A sweep: the trial this slot runs, and where trials' outputs go */
+	struct pm_rank_trial trial;
+	char *sweep_out;
 };
 
 /* ---- warm channels ---- */
@@ -210,7 +213,7 @@ static pid_t op_spawn(void *ctx, const struct pm_rank_m *m, bool *noexec)
 {
 	struct rank *r = ctx;
 	struct pm_rank_who who = { .gen = m->gen, .grank = m->grank, .group = m->group,
-				   .master = m->master };
+				   .master = m->master, .trial = r->trial.on ? &r->trial : NULL };
 	pid_t pid;
 
 	pm_tail_reset(&r->pump.tail);
@@ -525,6 +528,37 @@ static void say(struct rank *r, const char *text)
 	}
 }
 
+/* A sweep's trial for this slot: its files, then a generation of its own
+ * (the attempt is the generation number). Its stderr goes to its file,
+ * still through the pump, whose tail says why it failed. */
+static void trial_start(struct rank *r, const struct pm_msg *m)
+{
+	struct pm_rank_ev e = { .type = PM_RE_START, .gen = m->gen, .rank = -1, .group = -1 };
+	char err[512];
+
+	if (r->m.state != PM_RS_IDLE) {
+		/* Never silent: the root would wait for this attempt for ever. */
+		snprintf(err, sizeof(err), "procmgr: slot of rank %d is busy (%s)", r->m.grank,
+			 pm_rank_state_name(r->m.state));
+		op_send(r, PM_MSG_RANK_EXIT, m->gen, 126 << 8, 0, err);
+		return;
+	}
+	pm_rank_pump_flush(&r->pump, true);
+	r->pump.out_fd = STDERR_FILENO;
+	if (!r->sweep_out || pm_rank_trial_set(&r->trial, m->rank, (int)m->count, m->text,
+					       r->sweep_out, err, sizeof(err))) {
+		if (!r->sweep_out)
+			snprintf(err, sizeof(err), "a trial outside a sweep step");
+		op_send(r, PM_MSG_RANK_EXIT, m->gen, 126 << 8, 0, err);
+		return;
+	}
+	if (r->pump.err_fd >= 0) {
+		r->pump.out_fd = r->trial.err_fd;
+		r->pump.out_file = true;
+	}
+	pm_rank_m_event(&r->m, &e);
+}
+
 static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 {
 	struct rank *r = c->w.arg;
@@ -554,6 +588,12 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 	case PM_MSG_PRINT:
 		say(r, m->text);
 		return;
+	case PM_MSG_TRIAL_START:
+		trial_start(r, m);
+		return;
+	case PM_MSG_TRIAL_STOP:
+		e.type = PM_RE_STOP;
+		break;
 	default:
 		return;
 	}
@@ -627,6 +667,8 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	r->x.heartbeat = r->heartbeat;
 	r->x.error_base = getenv(PM_ENV_TE_ERROR_FILE);
 	snprintf(r->output_dir, sizeof(r->output_dir), "%s", o.output_dir);
+	if (o.sweep[0] && asprintf(&r->sweep_out, "%s.out", o.sweep) < 0)
+		r->sweep_out = NULL;
 	r->cfg.peer_timeout_ms = PM_DEFAULT_PEER_TIMEOUT_MS;
 	if (env_uint(PM_ENV_PEER_TIMEOUT, &r->cfg.peer_timeout_ms)) {
 		snprintf(err, errlen, PM_ENV_PEER_TIMEOUT " is not a number of milliseconds");
@@ -740,6 +782,7 @@ int main(int argc, char **argv)
 
 	r.x.link_fd = r.x.err_fd = r.x.out_fd = r.x.warm_fd = -1;
 	r.ch[0].w.fd = r.ch[1].w.fd = -1;
+	r.trial.out_fd = r.trial.err_fd = -1;
 	r.pump.err_fd = r.pump.child_fd = r.pump.file_fd = -1;
 	r.pump_out.err_fd = r.pump_out.child_fd = r.pump_out.file_fd = -1;
 	r.out_dfd = r.file_rank = -1;
@@ -765,6 +808,7 @@ int main(int argc, char **argv)
 	pm_rank_pump_drain(&r.pump, true);
 	pm_rank_pump_flush(&r.pump, true);
 	pm_rank_pump_free(&r.pump);
+	pm_rank_trial_clear(&r.trial);
 	if (r.x.error_file[0])
 		unlink(r.x.error_file);
 	if (r.c)

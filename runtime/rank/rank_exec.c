@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/contract.h"
@@ -81,12 +82,102 @@ int pm_rank_exec_genenv(const struct pm_rank_exec *x, const struct pm_rank_who *
 	return n;
 }
 
+void pm_rank_trial_clear(struct pm_rank_trial *t)
+{
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	if (t->err_fd >= 0)
+		close(t->err_fd);
+	free(t->cmd);
+	memset(t, 0, sizeof(*t));
+	t->out_fd = t->err_fd = -1;
+}
+
+static int open_out(const char *dir, const char *name, int rank, const char *ext)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s.%d.%s", dir, name, rank, ext) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
+		      const char *dir, char *err, size_t errlen)
+{
+	const char *nl = strchr(text, '\n');
+	int n = 0;
+
+	pm_rank_trial_clear(t);
+	if (!nl || sscanf(text, "%64s %d %d %d %255s %d%n", t->name, &t->world, &t->local_rank,
+			  &t->local_world, t->master, &t->port, &n) != 6 || text + n != nl) {
+		snprintf(err, errlen, "malformed trial start from procmgrd");
+		return -1;
+	}
+	t->rank = rank;
+	t->restarts = restarts;
+	t->cmd = strdup(nl + 1);
+	if (!t->cmd) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	t->out_fd = open_out(dir, t->name, rank, "out");
+	t->err_fd = open_out(dir, t->name, rank, "err");
+	if (t->out_fd < 0 || t->err_fd < 0) {
+		snprintf(err, errlen, "cannot open the output files of trial %s in %s: %s", t->name,
+			 dir, strerror(errno));
+		return -1;
+	}
+	t->on = true;
+	return 0;
+}
+
+static void trial_env(const struct pm_rank_trial *t)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", t->restarts);
+	setenv(PM_ENV_RESTART_COUNT, v, 1);
+	setenv(PM_ENV_TE_RESTART_COUNT, v, 1);
+	snprintf(v, sizeof(v), "%d", t->rank);
+	setenv(PM_ENV_RANK, v, 1);
+	setenv(PM_ENV_ROLE_RANK, v, 1);
+	snprintf(v, sizeof(v), "%d", t->world);
+	setenv(PM_ENV_WORLD_SIZE, v, 1);
+	setenv(PM_ENV_ROLE_WORLD_SIZE, v, 1);
+	snprintf(v, sizeof(v), "%d", t->local_rank);
+	setenv(PM_ENV_LOCAL_RANK, v, 1);
+	snprintf(v, sizeof(v), "%d", t->local_world);
+	setenv(PM_ENV_LOCAL_WORLD_SIZE, v, 1);
+	/* One group per node the trial spans would need its node order;
+	 * torch reads GROUP_RANK only under torchrun's agent. */
+	unsetenv(PM_ENV_GROUP_RANK);
+	unsetenv(PM_ENV_GROUP_WORLD_SIZE);
+	setenv(PM_ENV_MASTER_ADDR, t->master, 1);
+	snprintf(v, sizeof(v), "%d", t->port);
+	setenv(PM_ENV_MASTER_PORT, v, 1);
+	setenv(PM_ENV_TE_RUN_ID, t->name, 1);
+	setenv(PM_ENV_TRIAL, t->name, 1);
+}
+
 /* In the child, between fork and exec. */
 static void child_env(struct pm_rank_exec *x, const struct pm_rank_who *who)
 {
 	struct pm_rank_envvar vars[PM_RANK_GENENV_MAX];
 	int i, n = pm_rank_exec_genenv(x, who, vars);
 
+	if (who->trial) {
+		trial_env(who->trial);
+		if (x->error_file[0])
+			setenv(PM_ENV_TE_ERROR_FILE, x->error_file, 1);
+		return;
+	}
 	for (i = 0; i < n; i++)
 		setenv(vars[i].name, vars[i].value, 1);
 }
@@ -103,7 +194,7 @@ void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who,
 						    x->error_base, who->gen) == 0)
 		unlink(x->error_file);
 	/* In the ranks' output and per-task files, where a generation begins. */
-	if (who->gen > 0)
+	if (who->gen > 0 && !who->trial)
 		fprintf(stderr, "procmgr: rank %d: generation %u starts%s\n", who->grank, who->gen,
 			warm ? " (warm)" : "");
 }
@@ -175,7 +266,13 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		if (x->out_fd >= 0 && dup2(x->out_fd, STDOUT_FILENO) < 0)
 			_exit(126);
 		close(ep[0]);
-		execvp(argv[0], argv);
+		if (who && who->trial) {
+			if (who->trial->out_fd >= 0 && dup2(who->trial->out_fd, STDOUT_FILENO) < 0)
+				_exit(126);
+			execl("/bin/sh", "sh", "-c", who->trial->cmd, (char *)NULL);
+		} else {
+			execvp(argv[0], argv);
+		}
 		e = errno;
 		(void)!write(ep[1], &e, sizeof(e));
 		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", grank, argv[0],

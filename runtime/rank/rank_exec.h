@@ -26,11 +26,23 @@ struct pm_rank_exec {
 	char error_file[PATH_MAX]; /* the generation's own, "" if none */
 };
 
+/* A sweep's trial on this slot (TRIAL_START): run as `sh -c cmd` with its
+ * own numbering and MASTER, its stdout and stderr in files of its own. */
+struct pm_rank_trial {
+	bool on;
+	char name[65];
+	int rank, world, local_rank, local_world, port, restarts;
+	char master[256];
+	char *cmd;
+	int out_fd, err_fd; /* DIR/NAME.RANK.out and .err, -1 none */
+};
+
 struct pm_rank_who {
 	uint32_t gen;
 	int grank;
 	int group; /* >= 0: spares, the slot's rank and group are set */
 	const char *master;
+	const struct pm_rank_trial *trial; /* NULL: the step's own command */
 };
 
 /* What a generation's command gets on top of the step's environment, the
@@ -47,6 +59,12 @@ int pm_rank_exec_genenv(const struct pm_rank_exec *x, const struct pm_rank_who *
 /* Before a generation starts, cold or warm: the last one's heartbeat and
  * error file go, and its start is said (gen > 0). */
 void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who, bool warm);
+/* TRIAL_START's fields into t (its files opened in dir, made if needed).
+ * -1 with err: a malformed message, or the files cannot be opened. */
+int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
+		      const char *dir, char *err, size_t errlen);
+void pm_rank_trial_clear(struct pm_rank_trial *t);
+
 /* Forks and execs; the pid, or -1 (said on stderr). noexec: exec failed. */
 pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec);
 /* The next generation's process, ahead of time (sb_argv, x->warm_fd, the

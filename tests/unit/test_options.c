@@ -116,9 +116,9 @@ static void test_optdescs(void **state)
 {
 	static const char *const names[] = { "", "restart", "restart-delay", "grace",
 		"bind", "health", "health-interval", "hang-timeout", "spares", "output-dir",
-		"warm", "verbose", "stack-timeout", "slow", "evict-slow" };
+		"warm", "verbose", "stack-timeout", "slow", "evict-slow", "sweep", "trial-ranks" };
 	static const char *const sample[] = { NULL, "always:1", "1", "1", "gpu",
-		"gpu", "1", "1", "1", "/tmp", "on", NULL, "1", "on", NULL };
+		"gpu", "1", "1", "1", "/tmp", "on", NULL, "1", "on", NULL, "/tmp/trials.txt", "2" };
 	size_t i;
 	(void)state;
 
@@ -1423,6 +1423,52 @@ static void test_slow_opts(void **state)
 	assert_int_equal(site(&site_cf, "default_evict_slow=maybe", NULL, NULL), -1);
 	contains(err, "default_evict_slow");
 	contains(err, "yes or no");
+/* A sweep's two options: parsed, written, layered, and refused where they
+ * make no sense. */
+static void test_sweep(void **state)
+{
+	struct pm_opts o, r;
+	struct pm_site site_cf;
+	(void)state;
+
+	pm_opts_init(&o);
+	opt_ok(&o, "sweep", "/work/trials.txt");
+	fmt_is(&o, "procmgr sweep=/work/trials.txt");
+	opt_ok(&o, "trial-ranks", "4");
+	assert_int_equal(o.trial_ranks, 4);
+	fmt_is(&o, "procmgr sweep=/work/trials.txt trial-ranks=4");
+	pm_site_init(&site_cf);
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_string_equal(r.sweep, "/work/trials.txt");
+	assert_int_equal(r.trial_ranks, 4);
+	/* The options' text is blank-separated words. */
+	assert_int_equal(pm_opt_parse(&o, "sweep", "/my trials.txt", err, sizeof(err)), -1);
+	contains(err, "without blanks");
+	assert_int_equal(pm_opt_parse(&o, "sweep", "", err, sizeof(err)), -1);
+	assert_int_equal(pm_opt_parse(&o, "trial-ranks", "0", err, sizeof(err)), -1);
+	contains(err, "from 1 to 1000000");
+	assert_int_equal(pm_opt_parse(&o, "trial-ranks", "x", err, sizeof(err)), -1);
+	/* Round trip through the step's options text. */
+	{
+		char buf[4096];
+		struct pm_opts back;
+		assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
+		pm_opts_init(&back);
+		assert_int_equal(pm_opts_parse_str(&back, buf, "test", err, sizeof(err)), 0);
+		assert_string_equal(back.sweep, o.sweep);
+		assert_int_equal(back.trial_ranks, o.trial_ranks);
+	}
+	/* trial-ranks alone, and a sweep with spares, are refused. */
+	pm_opts_init(&o);
+	opt_ok(&o, "trial-ranks", "2");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), -1);
+	contains(err, "--procmgr-trial-ranks=2 needs --procmgr-sweep=FILE");
+	pm_opts_init(&o);
+	opt_ok(&o, "sweep", "/t");
+	opt_ok(&o, "restart", "on-failure");
+	opt_ok(&o, "spares", "1");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), -1);
+	contains(err, "cannot be combined");
 }
 
 static void test_site_unknown(void **state)
@@ -1838,6 +1884,7 @@ int main(void)
 		cmocka_unit_test(test_output_dir),
 		cmocka_unit_test(test_warm),
 		cmocka_unit_test(test_slow_opts),
+		cmocka_unit_test(test_sweep),
 		cmocka_unit_test(test_site_unknown),
 		cmocka_unit_test(test_site_default_restart_cap),
 		cmocka_unit_test(test_resolve_site_defaults),

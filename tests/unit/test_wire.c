@@ -126,7 +126,7 @@ static void test_constants(void **state)
 	assert_int_equal(PM_WIRE_FIXED, 5 * 4 + 2);
 	assert_int_equal(PM_WIRE_FRAME_MAX, 8 + 22 + 4096);
 	assert_int_equal(PM_MSG_HELLO, 1);
-	assert_int_equal(PM_MSG_TYPE_MAX, 28);
+	assert_int_equal(PM_MSG_TYPE_MAX, 31);
 }
 
 static void test_names(void **state)
@@ -148,6 +148,8 @@ static void test_names(void **state)
 		[PM_MSG_ANSWER_END] = "answer-end",
 		[PM_MSG_RANK_STEP] = "rank-step", [PM_MSG_SLOW] = "slow",
 		[PM_MSG_EVENT] = "event",
+		[PM_MSG_TRIAL_START] = "trial-start", [PM_MSG_TRIAL_STOP] = "trial-stop",
+		[PM_MSG_TRIAL_EXIT] = "trial-exit",
 	};
 	int t;
 

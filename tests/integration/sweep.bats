@@ -1,0 +1,191 @@
+#!/usr/bin/env bats
+# Sweeps (--procmgr-sweep=FILE): many trials on one step's task slots,
+# 4 nodes x 4 slots (-O: the testbed's nodes have 2 CPUs).
+load helpers
+
+sweep() { # trials-file srun-options...
+	local f=$1; shift
+	srun -N4 -n16 -O --procmgr-sweep="$f" "$@" true
+}
+
+# Rows of the results file in state S.
+rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
+
+@test "200 short trials on 4 nodes x 4 slots all run exactly once" {
+	for i in $(seq 1 200); do echo "[t$i] echo \"\$PROCMGR_TRIAL \$RANK \$WORLD_SIZE\" >>$W/ran"; done >trials.txt
+	run sweep trials.txt
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(wc -l <ran)" -eq 200 ]
+	[ "$(cut -d' ' -f1 ran | sort -u | wc -l)" -eq 200 ]
+	[ "$(grep -c ' 0 1$' ran)" -eq 200 ]
+	[ "$(wc -l <trials.txt.results)" -eq 201 ]
+	[ "$(rows trials.txt.results done)" -eq 200 ]
+	# Each ran once: no restart, and one start event each.
+	[ "$(awk -F'\t' 'NR > 1 && $4 != 0' trials.txt.results | wc -l)" -eq 0 ]
+	[ "$(events "$(last_job)" 0 | grep -c '"event":"trial_start"')" -eq 200 ]
+	[[ "$output" == *"procmgr: sweep of 200 trials: 200 done, 0 failed; results in $W/trials.txt.results"* ]]
+}
+
+@test "trials of 1, 2 and 6 ranks: each its own world, ranks, local ranks and master" {
+	line='echo "$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK lws=$LOCAL_WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT host=$SLURMD_NODENAME"'
+	{
+		for i in 1 2 3; do echo "[one$i ranks=1] $line"; echo "[two$i ranks=2] $line"; echo "[six$i ranks=6] $line"; done
+		echo "$line"
+	} >trials.txt
+	run sweep trials.txt --procmgr-trial-ranks=2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(rows trials.txt.results done)" -eq 10 ]
+	# One python for every check (a shell loop forks hundreds of times).
+	python3 - trials.txt.out <<-'PY'
+	import collections, os, sys
+	want = {"one%d" % i: 1 for i in (1, 2, 3)}
+	want.update({"two%d" % i: 2 for i in (1, 2, 3)})
+	want.update({"six%d" % i: 6 for i in (1, 2, 3)})
+	want["10"] = 2  # no ranks=: the sweep's default; named by its line number
+	for t, n in want.items():
+	    rows = {}
+	    for r in range(n):
+	        line = open(os.path.join(sys.argv[1], "%s.%d.out" % (t, r))).read().strip()
+	        d = dict(w.split("=", 1) for w in line.split()[1:])
+	        assert line.split()[0] == t and d["rank"] == str(r) and d["world"] == str(n), line
+	        rows[r] = d
+	    # One master per trial, on rank 0's node.
+	    assert len({d["master"] for d in rows.values()}) == 1, (t, rows)
+	    assert rows[0]["master"].split(":")[0] == rows[0]["host"], (t, rows)
+	    # Local ranks 0..k-1 and LOCAL_WORLD_SIZE k on each node it spans.
+	    by = collections.defaultdict(list)
+	    for d in rows.values():
+	        by[d["host"]].append(d)
+	    for h, ds in by.items():
+	        assert sorted(int(d["local"]) for d in ds) == list(range(len(ds))), (t, h, ds)
+	        assert all(d["lws"] == str(len(ds)) for d in ds), (t, h, ds)
+	    # A 6-rank trial spans more than one node of 4 slots (two when two
+	    # nodes have the room then; more when only scattered slots are free).
+	    if n == 6:
+	        assert len(by) >= 2, (t, by.keys())
+	PY
+}
+
+@test "a trial that fails once restarts alone; the others run undisturbed" {
+	# flaky fails once everyone else has started; the others wait for that.
+	cat >trials.txt <<-EOF
+	[flaky ranks=2] if [ "\$PROCMGR_RESTART_COUNT" = 0 ]; then while [ \$(ls $W/started.* | wc -l) -lt 12 ]; do sleep 0.1; done; echo "flaky fails on purpose" >&2; exit 3; fi; echo ok
+	EOF
+	for i in 1 2 3 4 5 6; do
+		echo "[calm$i ranks=2] touch $W/started.\$PROCMGR_TRIAL.\$RANK.\$PROCMGR_RESTART_COUNT; while [ ! -e $W/flaky-done ]; do sleep 0.1; done" >>trials.txt
+	done
+	# The calm trials end once flaky's second try ran.
+	echo "[watch] while ! grep -qx ok $W/trials.txt.out/flaky.0.out 2>/dev/null; do sleep 0.1; done; touch $W/flaky-done" >>trials.txt
+	run sweep trials.txt --procmgr-restart=on-failure:2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(rows trials.txt.results done)" -eq 8 ]
+	[ "$(awk -F'\t' '$1 == "flaky" {print $4}' trials.txt.results)" -eq 1 ]
+	[[ "$output" == *"procmgr: trial flaky exited with code 3 (flaky fails on purpose); restarting it alone"* ]]
+	# Every calm rank started once, in its first try; none restarted.
+	[ "$(ls started.calm* | wc -l)" -eq 12 ]
+	[ "$(ls started.calm*.0 | wc -l)" -eq 12 ]
+	[ "$(awk -F'\t' '$1 ~ /^calm/ && $4 == 0' trials.txt.results | wc -l)" -eq 6 ]
+	run events "$(last_job)" 0
+	[ "$(grep -c '"event":"trial_start","trial":"flaky"' <<<"$output")" -eq 2 ]
+	[ "$(grep -c '"event":"trial_start","trial":"calm' <<<"$output")" -eq 6 ]
+	[[ "$output" == *'"event":"trial_end","trial":"flaky","attempt":1,"state":"restarting","exit_code":3'*'"error":"flaky fails on purpose"'* ]]
+}
+
+@test "a trial that always fails is marked failed, the rest complete, srun exits non-zero" {
+	{
+		echo '[bad ranks=3] echo "loss is NaN at step $RANK" >&2; exit 7'
+		for i in $(seq 1 20); do echo "[ok$i] echo fine"; done
+	} >trials.txt
+	run sweep trials.txt --procmgr-restart=on-failure:1
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ "$(rows trials.txt.results done)" -eq 20 ]
+	[ "$(rows trials.txt.results failed)" -eq 1 ]
+	awk -F'\t' '$1 == "bad"' trials.txt.results | grep -q $'\tfailed\t7\t1\t'
+	[[ "$output" == *"procmgr: sweep of 21 trials: 20 done, 1 failed; results in $W/trials.txt.results"* ]]
+	[[ "$output" == *"procmgr: trial bad failed after 1 restart"*"loss is NaN at step"* ]]
+	[ "$(grep -c 'procmgr: trial bad exited with code 7 (loss is NaN at step [0-2]); restarting it alone' <<<"$output")" -eq 1 ]
+	[ "$(grep -c 'procmgr: trial bad exited with code 7 (loss is NaN at step [0-2]); no restart left: failed' <<<"$output")" -eq 1 ]
+	# Its stderr is in its own files.
+	grep -q "loss is NaN at step 2" trials.txt.out/bad.2.err
+}
+
+@test "bad trials files: a clear error before anything starts" {
+	printf '# only a comment\n\n' >empty.txt
+	printf '[x] true\n[x] true\n' >dup.txt
+	printf '[big ranks=17] true\n' >big.txt
+	printf '[bad/name] true\n' >name.txt
+	run sweep nofile.txt
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--procmgr-sweep=nofile.txt: cannot read the trials file: No such file or directory"* ]]
+	run sweep empty.txt
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"empty.txt: no trials"* ]]
+	run sweep dup.txt
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"dup.txt:2: duplicate trial name 'x' (line 1 has it too)"* ]]
+	run sweep big.txt
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"big.txt:1: the trial asks for 17 ranks, but the step has 16"* ]]
+	run sweep name.txt
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"name.txt:1"* ]]
+	run srun -N4 -n6 -O --procmgr-sweep=dup.txt true
+	[ "$status" -ne 0 ]
+	run srun -N4 -n8 --procmgr-trial-ranks=2 true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--procmgr-trial-ranks=2 needs --procmgr-sweep=FILE"* ]]
+	# No trial ran, nothing was written.
+	[ ! -e big.txt.out ] && [ ! -e big.txt.results ] && [ ! -e dup.txt.out ]
+}
+
+@test "scancel of a running sweep leaves nothing behind" {
+	mark=pmsweep$$
+	for i in $(seq 1 40); do echo "[s$i] touch $W/run.\$PROCMGR_TRIAL; exec sleep 300 # $mark"; done >trials.txt
+	job=$(sbatch -N4 -n16 -O --parsable --wrap "srun --procmgr-sweep=$W/trials.txt true")
+	wait_until 60 bash -c "[ \$(ls $W/run.* 2>/dev/null | wc -l) -ge 16 ]"
+	[ "$(ls run.* | wc -l)" -eq 16 ] # 16 slots: the rest wait
+	scancel "$job"
+	wait_until 30 bash -c "! squeue -h -j $job 2>/dev/null | grep -q ."
+	# (a function: a bash -c with the mark in its own command line would
+	# find itself)
+	gone() { ! pgrep -f "$mark" >/dev/null; }
+	wait_until 15 gone
+}
+
+@test "procmgr status during a sweep: one table of trials and a summary line" {
+	{
+		echo "[broken] echo 'cannot open data.csv' >&2; exit 4"
+		for i in $(seq 1 19); do echo "[w$i] touch $W/up.\$PROCMGR_TRIAL; while [ ! -e $W/go ]; do sleep 0.1; done"; done
+		echo "[pair ranks=2] touch $W/up.\$PROCMGR_TRIAL.\$RANK; while [ ! -e $W/go ]; do sleep 0.1; done"
+	} >trials.txt
+	sweep trials.txt >out 2>&1 &
+	# 16 slots: broken ends at once, then 16 ranks wait for go.
+	wait_until 60 bash -c "[ \$(ls $W/up.* 2>/dev/null | wc -l) -ge 16 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" status "$job.0"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"a sweep on 16 task slots of 4 nodes"* ]]
+	[[ "$output" == *"sweep: 21 trials: 0 done, 15 running, 5 queued, 1 failed"* ]] ||
+		[[ "$output" == *"sweep: 21 trials: 0 done, 16 running, 4 queued, 1 failed"* ]]
+	[[ "$output" == *"TRIAL"*"STATE"*"SLOTS"*"RESTARTS"*"RUNTIME"*"EXIT"*"ERROR"* ]]
+	grep -E '^broken +failed +- +0 +[0-9.]+s +4 +cannot open data.csv$' <<<"$output"
+	grep -E "^w1 +running +${P}[1-4]:[0-3] " <<<"$output"
+	run "$PROCMGR" status "$job.0" --json
+	[ "$status" -eq 0 ]
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert d["sweep"]["trials"] == 21 and d["sweep"]["failed"] == 1, d["sweep"]
+t = {x["trial"]: x for x in d["trials"]}
+assert t["broken"]["state"] == "failed" and t["broken"]["exit"] == 4, t["broken"]
+assert t["broken"]["error"] == "cannot open data.csv", t["broken"]
+assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$output"
+	touch go
+	wait
+	cat out
+	grep -q "procmgr: sweep of 21 trials: 20 done, 1 failed" out
+}
