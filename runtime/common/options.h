@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <limits.h>
 
-#define PM_ERRLEN 512
+#define PM_ERRLEN 1024
 #define PM_LIST_MAX 1024
 #define PM_OUTPUT_DIR_MAX 1024
 

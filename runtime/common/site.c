@@ -263,7 +263,7 @@ int pm_site_parse(struct pm_site *s, int argc, char **argv, const char *file,
 		const char *eq = strchr(argv[i], '=');
 		const struct site_key *k = NULL;
 		size_t j, klen;
-		char key[64], names[256];
+		char key[64], names[768];
 
 		if (!eq || eq == argv[i]) {
 			snprintf(err, errlen, "%s: argument '%.*s%s' is not key=value (keys: %s)",

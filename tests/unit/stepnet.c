@@ -81,7 +81,6 @@ struct tnode *node_up(int id, int nnodes, int fanout, int ntasks_local,
 		s->opts.restart = PM_RESTART_ON_FAILURE, s->opts.restart_max = 3;
 	s->peer_timeout_ms = peer_timeout_ms;
 	assert_int_equal(pm_step_init(s), 0);
-	s->port = port;
 	s->parent_node = pm_tree_parent(id, fanout);
 	assert_int_equal(pm_attach_init(s), 0);
 	assert_int_equal(pm_query_init(s, "/nonexistent", NULL), 0);
@@ -92,6 +91,7 @@ struct tnode *node_up(int id, int nnodes, int fanout, int ntasks_local,
 		s->listen_w = &t->lw;
 		assert_int_equal(pm_loop_add(&loop, &t->lw, EPOLLIN), 0);
 	}
+	s->port = port; /* the tree port, known once the first node listens */
 	t->up = true;
 	return t;
 }
@@ -163,6 +163,11 @@ static void peer_msg(struct pm_conn *c, const struct pm_msg *m)
 {
 	struct peer *p = c->w.arg;
 
+	if (p->client && m->type == PM_MSG_WELCOME && p->n == 0) {
+		p->proof = *m;
+		p->proofs++;
+		return;
+	}
 	if (p->n < 16)
 		p->got[p->n] = *m;
 	p->n++;

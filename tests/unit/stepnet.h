@@ -31,6 +31,11 @@ struct peer {
 	int n;
 	bool closed;
 	char why[256];
+	/* A procmgr command's connection: the root's proof (a WELCOME before
+	 * any answer) is kept apart from the answers. */
+	bool client;
+	struct pm_msg proof;
+	int proofs;
 };
 
 extern struct pm_loop loop;

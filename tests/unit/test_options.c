@@ -1356,6 +1356,8 @@ static void test_output_dir(void **state)
 	o.set = ~0u;
 	assert_int_equal(pm_opts_format(&o, buf, sizeof(buf)), 0);
 	assert_null(strstr(buf, "output-dir"));
+}
+
 /* --procmgr-slow and --procmgr-evict-slow: parsed, formatted, layered,
  * and bad values refused saying what is allowed. */
 static void test_slow_opts(void **state)
@@ -1423,6 +1425,8 @@ static void test_slow_opts(void **state)
 	assert_int_equal(site(&site_cf, "default_evict_slow=maybe", NULL, NULL), -1);
 	contains(err, "default_evict_slow");
 	contains(err, "yes or no");
+}
+
 /* A sweep's two options: parsed, written, layered, and refused where they
  * make no sense. */
 static void test_sweep(void **state)
@@ -1483,9 +1487,8 @@ static void test_site_unknown(void **state)
 	contains(err, "'blue'");
 	/* The message lists what is known. */
 	contains(err, "runtime, default_restart, max_restarts, default_bind, "
-		 "default_grace, default_spares, default_warm, health, health_timeout, peer_timeout, "
-		 "default_grace, default_spares, default_slow, default_evict_slow, health, "
-		 "health_timeout, peer_timeout, "
+		 "default_grace, default_spares, default_warm, default_slow, default_evict_slow, "
+		 "health, health_timeout, peer_timeout, "
 		 "connect_timeout, drain, ports, fanout, "
 		 "state_dir, topology");
 

@@ -23,14 +23,19 @@
 static void ask(struct peer *p, const char *to, enum pm_query_kind kind, unsigned job,
 		unsigned step, const char *args)
 {
-	struct pm_request r = { .kind = kind, .job = job, .step = step };
+	struct pm_request r = { .kind = kind, .job = job, .step = step, .port = port };
 	char payload[PM_REQ_MAX], err[128], *cred = NULL;
+	static unsigned nonce;
 	struct pm_msg m;
 
 	snprintf(r.args, sizeof(r.args), "%s", args);
+	/* Signed for the node it is sent to, with a nonce of its own. */
+	snprintf(r.host, sizeof(r.host), "%s", to);
+	snprintf(r.nonce, sizeof(r.nonce), "%0*x", PM_REQ_NONCE_HEX, ++nonce);
 	assert_int_equal(pm_request_format(&r, payload, sizeof(payload)), 0);
 	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
 	peer_open(p, dial("127.0.0.9", to));
+	p->client = true;
 	pm_msg_init(&m, PM_MSG_CLIENT);
 	pm_msg_set_text(&m, cred);
 	free(cred);
