@@ -66,8 +66,10 @@ refused() { # COMMAND ARGS...: as daemon, a clear refusal naming the owner
 import json, os, sys
 d = json.loads(sys.argv[1])
 assert set(d) == {"job", "step", "summary", "ranks", "nodes"}, d.keys()
+# state_bytes: the ranks' state procmgrd holds (the state store's limit is on by default)
 assert set(d["summary"]) == {"text", "nodes", "nodes_answering", "ranks", "running", "done",
-                             "failed", "other", "gen_min", "gen_max"}
+                             "failed", "other", "gen_min", "gen_max", "state_bytes"}, d["summary"]
+assert d["summary"]["state_bytes"] == 0
 assert d["summary"]["ranks"] == 8 and d["summary"]["running"] == 8
 assert d["summary"]["nodes"] == 4 and d["summary"]["nodes_answering"] == 4
 assert [r["rank"] for r in d["ranks"]] == list(range(8))
@@ -77,7 +79,8 @@ for r in d["ranks"]:
     assert r["state"] == "running" and r["pid"] > 0 and r["rss_kb"] > 0
     assert r["node"] == os.environ["PM_TESTBED_PREFIX"] + str(r["rank"] // 2 + 1)
 for n in d["nodes"]:
-    assert set(n) == {"node_id", "name", "phase", "gen", "ranks", "health"}, n.keys()
+    assert set(n) == {"node_id", "name", "phase", "gen", "ranks", "health", "state_bytes",
+                      "state_max"}, n.keys()
     assert n["phase"] == "running" and n["ranks"] == 2
 PY
 	# Without a step: the running steps of the current job, as in a batch script.
