@@ -93,6 +93,45 @@ int pm_gen_printer(const struct pm_gen *g, int avoid)
 	return i < 0 ? -1 : g->ranks[i].grank;
 }
 
+/* A rank can fail before the printer's supervisor has connected (the
+ * ranks start as their supervisors come): what the root said meanwhile
+ * waits for it, in order, up to PM_SAID_MAX bytes. */
+static void keep_said(struct pm_gen *g, const char *text)
+{
+	size_t n = strlen(text) + 1;
+
+	if (g->said_len + n > PM_SAID_MAX) {
+		g->said_lost++;
+		return;
+	}
+	if (!g->said && !(g->said = malloc(PM_SAID_MAX))) {
+		g->said_lost++;
+		return;
+	}
+	memcpy(g->said + g->said_len, text, n);
+	g->said_len += n;
+}
+
+static void flush_said(struct pm_gen *g, int lrank)
+{
+	struct pm_msg m;
+	size_t off;
+
+	for (off = 0; off < g->said_len; off += strlen(g->said + off) + 1) {
+		pm_msg_init(&m, PM_MSG_PRINT);
+		pm_msg_set_text(&m, g->said + off);
+		g->cf.ops->send_rank(g->cf.ctx, lrank, &m);
+	}
+	if (g->said_lost) {
+		pm_gen_log(g, "%u lines for rank 0's stderr were not kept: its supervisor "
+			   "came late", g->said_lost);
+		g->said_lost = 0;
+	}
+	free(g->said);
+	g->said = NULL;
+	g->said_len = 0;
+}
+
 static void say(struct pm_gen *g, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 static void say(struct pm_gen *g, const char *fmt, va_list ap)
@@ -108,8 +147,11 @@ static void say(struct pm_gen *g, const char *fmt, va_list ap)
 	 * root has (rank 0 may have moved, or the root is a spare). */
 	for (i = 0; i < g->cf.ntasks_local; i++)
 		if (connected(&g->ranks[i]) &&
-		    (pm_gen_spares(g) ? i == printer : g->ranks[i].grank == 0))
+		    (pm_gen_spares(g) ? i == printer : g->ranks[i].grank == 0)) {
 			g->cf.ops->send_rank(g->cf.ctx, i, &m);
+			return;
+		}
+	keep_said(g, m.text);
 }
 
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
@@ -503,6 +545,9 @@ int pm_gen_rank_hello(struct pm_gen *g, int lrank, int grank)
 	r->grank = pm_gen_spares(g) ? (pm_gen_slot(g, g->cf.node) < 0 ? -1 :
 			pm_gen_slot(g, g->cf.node) * g->cf.ntasks_local + lrank) : grank;
 	r->st = PM_RANK_IDLE;
+	if (g->said_len && (pm_gen_spares(g) ? pm_gen_printer_lrank_avoid(g, -1) == lrank
+					     : r->grank == 0))
+		flush_said(g, lrank);
 	if (pm_gen_terminal(g)) {
 		g->cf.ops->send_rank(g->cf.ctx, lrank, &g->end_msg);
 	} else if (g->phase == PM_PHASE_RUNNING && !g->cf.sweep) {
@@ -899,5 +944,8 @@ void pm_gen_free(struct pm_gen *g)
 {
 	free(g->ranks);
 	g->ranks = NULL;
+	free(g->said);
+	g->said = NULL;
+	g->said_len = 0;
 	pm_gen_spares_free(g);
 }

@@ -128,6 +128,7 @@ struct pm_repl {
 	char why[PM_REPL_WHY];
 };
 
+#define PM_SAID_MAX 8192 /* bytes kept for a printer not connected yet */
 #define PM_HANG_LIST 16 /* hung followers named in the restart line */
 
 struct pm_gen {
@@ -157,6 +158,11 @@ struct pm_gen {
 	char elect_why[PM_REPL_WHY]; /* why the root was lost */
 	uint32_t stop_flags;         /* of the next STOP: PM_FLAG_HUNG, stacks first */
 	struct pm_msg end_msg;       /* FINISH or ABORT, for late comers */
+	/* Lines for rank 0's stderr said before its supervisor connected,
+	 * each NUL-ended (gen.c's keep_said). */
+	char *said;
+	size_t said_len;
+	unsigned said_lost;
 	/* root only */
 	int restarts;
 	unsigned delay_ms;           /* of the restart decided */

@@ -338,6 +338,41 @@ static void test_late_supervisor(void **state)
 	done(w);
 }
 
+/* Rank 1 fails before rank 0's supervisor has connected: the restart line
+ * waits for it, and reaches it before its START (report.bats saw it lost
+ * one run in three). */
+static void test_said_before_printer(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 2, 0);
+	int i, print = -1, start = -1;
+	(void)state;
+
+	assert_int_equal(pm_gen_rank_hello(&w->g, 1, 1), 0);
+	pm_gen_local_ready(&w->g);
+	rank_exit(w, 1, 0, EXIT(3), 0);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0);
+	assert_int_equal(w->g.gen, 1);
+	clear(w);
+	assert_int_equal(pm_gen_rank_hello(&w->g, 0, 0), 0);
+	for (i = 0; i < w->n; i++) {
+		if (w->r[i].kind != A_RANK || w->r[i].target != 0)
+			continue;
+		if (w->r[i].m.type == PM_MSG_PRINT && print < 0 &&
+		    strstr(w->r[i].m.text, "generation 0: rank 1 on n0 exited with code 3; "
+					   "restarting all 2 ranks (restart 1 of 2)"))
+			print = i;
+		if (w->r[i].m.type == PM_MSG_START)
+			start = i;
+	}
+	assert_true(print >= 0);
+	assert_true(start > print);
+	/* Said once: a later line goes straight to the printer. */
+	clear(w);
+	rank_exit(w, 1, 1, EXIT(3), 0);
+	assert_int_equal(count(w, A_RANK, 0, PM_MSG_PRINT), 1);
+	done(w);
+}
+
 /* A step of one rank: "restarting its one rank", not "all 1 ranks". */
 /* A step of one rank: "restarting its one rank", not "all 1 ranks". */
 static void test_restart_one_rank(void **state)
@@ -1779,6 +1814,7 @@ int main(void)
 		cmocka_unit_test(test_root_running_state_restored),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),
+		cmocka_unit_test(test_said_before_printer),
 		cmocka_unit_test(test_restart_one_rank),
 		cmocka_unit_test(test_restart_cycle),
 		cmocka_unit_test(test_failure_while_stopping),
