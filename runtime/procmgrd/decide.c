@@ -144,6 +144,20 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	give_up(g, 1, -1, false, m->node, text);
 }
 
+/* When a hung rank's supervisor judged it hung, on our clock: its EXIT says
+ * how long ago (its stack and its stop came since), after its last beat.
+ * An age past any stack bound and grace is not believed. */
+#define PM_HUNG_AGE_MAX (15 * 60 * 1000ull)
+static uint64_t hung_at(struct pm_gen *g, const struct pm_msg *m)
+{
+	char *end;
+	uint64_t t = now(g), ago;
+
+	strtoull(m->text, &end, 10);
+	ago = strtoull(end, NULL, 10);
+	return ago <= PM_HUNG_AGE_MAX && ago <= t ? t - ago : t;
+}
+
 /* A hung rank: remembered, the oldest heartbeat first. */
 static void hang_note(struct pm_gen *g, const struct pm_msg *m)
 {
@@ -245,7 +259,7 @@ static void root_cancel(struct pm_gen *g, const struct pm_msg *m)
 
 void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 {
-	char how[128 + PM_ERR_SUMMARY_MAX], lbl[64], text[PM_WIRE_TEXT_MAX], beat[80] = "";
+	char how[128 + PM_ERR_SUMMARY_MAX], lbl[64], text[PM_WIRE_TEXT_MAX], beat[128] = "";
 	char esc[PM_WIRE_TEXT_MAX * 2], err[sizeof(esc) + 16] = "", sum[PM_ERR_SUMMARY_MAX + 4];
 	const char *node = pm_gen_node_name(g, m->node);
 	bool hung = m->count & PM_FLAG_HUNG;
@@ -282,8 +296,9 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		snprintf(err, sizeof(err), ",\"error\":\"%s\"", esc);
 	}
 	if (hung)
-		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu",
-			 strtoull(m->text, NULL, 10));
+		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu,"
+			 "\"judged_ms_ago\":%llu", strtoull(m->text, NULL, 10),
+			 (unsigned long long)(now(g) - hung_at(g, m)));
 	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s%s",
 	      m->gen, m->rank, node, how, beat, err,
 	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
@@ -292,10 +307,12 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		/* Stop everything, then blame the oldest heartbeat (hang_decide). */
 		if (!g->hang.pending) {
 			g->hang = (struct pm_hang){ .pending = true, .rank = -1 };
-			g->fail_t0 = now(g);
+			g->fail_t0 = hung_at(g, m);
 			g->stop_flags = PM_FLAG_HUNG; /* every rank's stack first */
 			pm_gen_stop(g, g->gen);
 		}
+		if (hung_at(g, m) < g->fail_t0)
+			g->fail_t0 = hung_at(g, m);
 		hang_note(g, m);
 		return;
 	}

@@ -246,7 +246,12 @@ static void ended(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	}
 	m->state = PM_RS_IDLE;
 	if (m->hung) {
-		snprintf(text, sizeof(text), "%llu", (unsigned long long)m->beat_wall_ms);
+		/* Its last beat, and how long ago it was judged hung: the stack
+		 * and the stop since then are part of the recovery the root
+		 * measures from the failure. */
+		uint64_t now = m->ops->wall_ms(m->ctx);
+		snprintf(text, sizeof(text), "%llu %llu", (unsigned long long)m->beat_wall_ms,
+			 (unsigned long long)(now > m->hung_wall_ms ? now - m->hung_wall_ms : 0));
 		send(m, PM_MSG_RANK_EXIT, ev->status, PM_FLAG_HUNG, text);
 	} else if (was == PM_RS_STOPPING) {
 		send(m, PM_MSG_RANK_STOPPED, ev->status, 0, NULL);
@@ -289,6 +294,7 @@ static void hang(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	if (!m->beat && !m->cfg.hang_first_ms)
 		return;
 	m->hung = true;
+	m->hung_wall_ms = m->ops->wall_ms(m->ctx);
 	if (m->beat) {
 		pm_fmt_seconds(m->cfg.hang_ms, secs, sizeof(secs));
 		say(m, "procmgr: rank %d on %s hung: no heartbeat for %s s", m->grank,

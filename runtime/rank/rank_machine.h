@@ -115,6 +115,7 @@ struct pm_rank_m {
 	bool beat;             /* it beat at least once */
 	bool noexec;
 	uint64_t beat_wall_ms; /* its last heartbeat, or its start (epoch ms) */
+	uint64_t hung_wall_ms; /* when it was judged hung (epoch ms) */
 	int last_status;
 	int exit_code;
 	/* warm generations */

@@ -285,6 +285,30 @@ PY
 	grep -q '"event":"hang_stacks".*"capture_ms":[0-9]' <<<"$output"
 }
 
+# Issue 20 item 12: the hung rank's supervisor takes its stack before it
+# says the rank hung; that time is part of the recovery, which is measured
+# from the moment the rank was judged hung, not from the root's news.
+@test "a hang's stack capture counts in the recovery: the restart's since_failure_ms covers the time since the rank was judged hung" {
+	cp "$STUCK" "$W/stuck.py"
+	chmod 0644 "$W/stuck.py"
+	mkdir -p "$W/bin"
+	printf '#!/bin/sh\nexec sleep 600\n' >"$W/bin/gdb"
+	chmod 0755 "$W/bin" "$W/bin/gdb"
+	run as_user env PATH="$W/bin:/usr/bin:/bin" timeout 90 srun -N2 -n4 --procmgr \
+		--procmgr-hang-timeout=2 --procmgr-stack-timeout=2 --procmgr-restart=on-failure:1 \
+		--export=ALL,STUCK_RANK=3,RUN=1 /usr/bin/python3 "$W/stuck.py"
+	echo "$output"
+	job=$(last_job)
+	run events "$job" 0
+	echo "$output"
+	ago=$(grep '"event":"rank_failed","gen":0,"rank":3' <<<"$output" | sed -n 's/.*"judged_ms_ago":\([0-9]*\).*/\1/p' | head -n 1)
+	since=$(grep '"event":"start","gen":1' <<<"$output" | sed -n 's/.*"since_failure_ms":\([0-9]*\).*/\1/p')
+	echo "judged ${ago} ms before the root heard; gen 1 started ${since} ms after"
+	# The supervisor's own capture waited out the 2 s bound.
+	[ "$ago" -ge 2000 ]
+	[ "$since" -ge "$ago" ]
+}
+
 # A command that ends while its stack is being taken (here the debugger
 # kills it) said only "the stack tool wrote nothing" before; every rank of
 # the step has a line saying why its stack is missing.

@@ -981,6 +981,33 @@ static void test_hang_blames_oldest(void **state)
 	done(w);
 }
 
+/* A supervisor takes its hung rank's stack and stops it before it says so:
+ * the time since it judged the rank hung is part of the recovery (issue
+ * 20, item 12), the earliest judgement counts, an absurd age does not. */
+static void test_hang_capture_counts_in_recovery(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 3, 0);
+	(void)state;
+
+	launch(w, 0);
+	w->now = 20000;
+	rank_hung(w, 1, 0, "1700000002500 4000");
+	assert_non_null(strstr(event(w, "rank_failed"), "\"last_heartbeat_ms\":1700000002500,"
+							 "\"judged_ms_ago\":4000"));
+	w->now = 20100;
+	rank_hung(w, 0, 0, "1700000002600 5100"); /* judged at 15000: earlier */
+	assert_int_equal(w->g.gen, 1);
+	assert_non_null(strstr(event(w, "start"), "\"since_failure_ms\":5100"));
+	done(w);
+
+	w = node(0, 1, 32, 1, 1, PM_RESTART_ON_FAILURE, 3, 0);
+	launch(w, 0);
+	w->now = 20000;
+	rank_hung(w, 0, 0, "1700000002500 99999999999");
+	assert_non_null(strstr(event(w, "start"), "\"since_failure_ms\":0"));
+	done(w);
+}
+
 static const char *printed(struct world *w, const char *what)
 {
 	int i;
@@ -1839,6 +1866,7 @@ int main(void)
 		cmocka_unit_test(test_abort_local),
 		cmocka_unit_test(test_cannot_run),
 		cmocka_unit_test(test_hang_blames_oldest),
+		cmocka_unit_test(test_hang_capture_counts_in_recovery),
 		cmocka_unit_test(test_hang_gives_up_after_stop),
 		cmocka_unit_test(test_stop_deadline_own_rank),
 		cmocka_unit_test(test_stop_deadline_child),
