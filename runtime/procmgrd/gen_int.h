@@ -1,4 +1,6 @@
-/* Shared by gen.c (every node) and decide.c (the root's decisions). */
+/* Shared by the generation machine's files: gen.c (what a node does on the
+ * root's word), gen_report.c (reports up), gen_input.c (inputs), decide.c
+ * (the root's decisions), spares.c, recovery.c. */
 #ifndef PM_GEN_INT_H
 #define PM_GEN_INT_H
 
@@ -19,6 +21,14 @@ void pm_gen_progress(struct pm_gen *g);
 /* A failure: to the root, or judged here on the root. */
 void pm_gen_fail(struct pm_gen *g, const struct pm_msg *m);
 void pm_gen_fail_health(struct pm_gen *g, const char *why);
+/* This node fails as a whole (flag PM_FLAG_HEALTH, PM_FLAG_CANCEL). */
+void pm_gen_fail_node(struct pm_gen *g, uint32_t flag, const char *why);
+/* A supervisor that connected and is not gone. */
+bool pm_gen_rank_connected(const struct pm_gen_rank *r);
+/* START to one local rank (its global rank anew with spares). */
+void pm_gen_start_rank(struct pm_gen *g, int lrank);
+/* A supervisor said HELLO: what was said before the printer came. */
+void pm_gen_said_hello(struct pm_gen *g, int lrank);
 
 /* The root: each called once per occasion by gen.c. */
 void pm_gen_root_launch(struct pm_gen *g);
