@@ -170,11 +170,21 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		    const struct pm_opts *job, const struct pm_opts *step,
 		    char *err, size_t errlen);
 
-/* Value parsers shared with the other modules. */
+/* Value parsers (optvalue.c), shared with the other modules. */
 int pm_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out);
 int pm_parse_bind(const char *s, unsigned *mask);
 int pm_parse_restart(const char *s, enum pm_restart_mode *m, int *max);
 const char *pm_restart_name(enum pm_restart_mode m);
 int pm_format_bind(unsigned mask, char *buf, size_t len);
+/* SECONDS[,FIRST] of --procmgr-hang-timeout, in ms; -1 if malformed. */
+int pm_parse_hang(const char *v, unsigned *ms, unsigned *first_ms);
+/* An absolute directory path that travels in the options text; -1 and
+ * err (what is wrong, what is allowed) if not. */
+int pm_parse_dir(const char *v, char *out, size_t len, char *err, size_t errlen);
+/* "on", "off"/"0" or INTERVAL[,THRESHOLD%] of --procmgr-slow. */
+int pm_parse_slow(const char *s, unsigned *interval_ms, unsigned *pct);
+/* The one form of "invalid value ... for --procmgr-NAME: expected ...". */
+int pm_opt_bad(char *err, size_t errlen, const char *name, const char *value,
+	       const char *allowed);
 
 #endif
