@@ -22,21 +22,8 @@ static void label(const struct pm_gen *g, char *buf, size_t len)
 			 g->cf.policy.max_restarts);
 }
 
-static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
-{
-	char f[PM_WIRE_TEXT_MAX * 3];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(f, sizeof(f), fmt, ap);
-	va_end(ap);
-	g->cf.ops->event(g->cf.ctx, name, f);
-}
-
 /* "all 8 ranks"; "its one rank", not "all 1 ranks". Until the next call. */
-static const char *all_ranks(const struct pm_gen *g)
+const char *pm_gen_all_ranks(const struct pm_gen *g)
 {
 	static char buf[32];
 
@@ -58,7 +45,7 @@ static void give_up(struct pm_gen *g, int code, int rank, bool blame, int node,
 	struct pm_msg m;
 
 	pm_json_escape(text, esc, sizeof(esc));
-	event(g, "give_up", "\"gen\":%u,\"exit_code\":%d,\"message\":\"%s\"", g->gen, code, esc);
+	pm_gen_event(g, "give_up", "\"gen\":%u,\"exit_code\":%d,\"message\":\"%s\"", g->gen, code, esc);
 	pm_msg_init(&m, PM_MSG_ABORT);
 	m.gen = g->gen;
 	m.status = code;
@@ -97,7 +84,7 @@ static int printer(const struct pm_gen *g, int avoid)
 }
 
 /* Stop every rank, to start the next generation after the delay decided. */
-static void restart(struct pm_gen *g, unsigned delay_ms)
+void pm_gen_root_restart(struct pm_gen *g, unsigned delay_ms)
 {
 	g->delay_ms = delay_ms;
 	g->fail_t0 = now(g);
@@ -106,7 +93,7 @@ static void restart(struct pm_gen *g, unsigned delay_ms)
 
 void pm_gen_root_launch(struct pm_gen *g)
 {
-	event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
+	pm_gen_event(g, "launch", "\"gen\":0,\"nodes\":%d,\"ranks\":%d,\"spares\":%d", g->cf.nnodes,
 	      pm_gen_world(g), g->cf.spares);
 	if (g->cf.sweep && g->cf.ops->sweep_launch) { /* its slots wait for trials: no START */
 		g->phase = PM_PHASE_RUNNING;
@@ -127,7 +114,7 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	unsigned delay = 0;
 
 	pm_json_escape(m->text, esc, sizeof(esc));
-	event(g, "health_failed", "\"gen\":%u,\"node\":\"%s\",\"check\":\"%s\",\"when\":\"%s\"",
+	pm_gen_event(g, "health_failed", "\"gen\":%u,\"node\":\"%s\",\"check\":\"%s\",\"when\":\"%s\"",
 	      m->gen, node, esc, when);
 	if (pm_gen_terminal(g))
 		return;
@@ -135,8 +122,8 @@ static void root_health(struct pm_gen *g, const struct pm_msg *m)
 	if (g->phase == PM_PHASE_RUNNING &&
 	    pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_tell(g, "procmgr: generation %u: node %s failed a health check (%s); "
-			      "restarting %s", g->gen, node, m->text, all_ranks(g));
-		restart(g, delay);
+			      "restarting %s", g->gen, node, m->text, pm_gen_all_ranks(g));
+		pm_gen_root_restart(g, delay);
 		return;
 	}
 	snprintf(text, sizeof(text), "procmgr: node %s failed a health check %s: %.900s; "
@@ -222,7 +209,7 @@ static bool hang_decide(struct pm_gen *g)
 	for (i = 0; i < n && off < sizeof(list); i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",
 					h->follower[i]);
-	event(g, "hang", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"followers\":[%s],"
+	pm_gen_event(g, "hang", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"followers\":[%s],"
 	      "\"nfollowers\":%d,\"lead_ms\":%llu,\"blame\":\"%s\",\"blamed\":%d,"
 	      "\"resolution_ms\":%u", g->gen, h->rank, pm_gen_node_name(g, h->node), list,
 	      h->followers, (unsigned long long)lead, pm_blame_name(b.by), b.rank,
@@ -230,7 +217,7 @@ static bool hang_decide(struct pm_gen *g)
 	label(g, lbl, sizeof(lbl));
 	if (pm_policy_decide(&g->cf.policy, g->restarts, true, &delay) == PM_DECIDE_RESTART) {
 		pm_gen_tell(g, "procmgr: generation %u: %s; restarting %s (restart %d of %d)",
-			   g->gen, what, all_ranks(g), g->restarts + 1, g->cf.policy.max_restarts);
+			   g->gen, what, pm_gen_all_ranks(g), g->restarts + 1, g->cf.policy.max_restarts);
 		g->delay_ms = delay;
 		return true;
 	}
@@ -250,7 +237,7 @@ static void root_cancel(struct pm_gen *g, const struct pm_msg *m)
 	char esc[PM_WIRE_TEXT_MAX], text[PM_WIRE_TEXT_MAX];
 
 	pm_json_escape(m->text, esc, sizeof(esc));
-	event(g, "cancelled", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
+	pm_gen_event(g, "cancelled", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, m->node), esc);
 	snprintf(text, sizeof(text), "procmgr: the step was cancelled (%.900s on %s); "
 		 "not restarting", m->text, pm_gen_node_name(g, m->node));
@@ -299,7 +286,7 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 		snprintf(beat, sizeof(beat), ",\"hung\":true,\"last_heartbeat_ms\":%llu,"
 			 "\"judged_ms_ago\":%llu", strtoull(m->text, NULL, 10),
 			 (unsigned long long)(now(g) - hung_at(g, m)));
-	event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s%s",
+	pm_gen_event(g, "rank_failed", "\"gen\":%u,\"rank\":%d,\"node\":\"%s\",\"status\":\"%s\"%s%s%s%s",
 	      m->gen, m->rank, node, how, beat, err,
 	      m->count & PM_FLAG_EXEC ? ",\"cannot_run\":true" : "",
 	      late && !lost && !(hung && g->hang.pending) ? ",\"ignored\":true" : "");
@@ -332,9 +319,9 @@ void pm_gen_root_fail(struct pm_gen *g, const struct pm_msg *m)
 	d = lost ? PM_DECIDE_ABORT : pm_policy_decide(&g->cf.policy, g->restarts, true, &delay);
 	if (d == PM_DECIDE_RESTART) {
 		pm_gen_tell(g, "procmgr: generation %u: rank %d on %s %s; restarting %s "
-			      "(restart %d of %d)", m->gen, m->rank, node, how, all_ranks(g),
+			      "(restart %d of %d)", m->gen, m->rank, node, how, pm_gen_all_ranks(g),
 			   g->restarts + 1, g->cf.policy.max_restarts);
-		restart(g, delay);
+		pm_gen_root_restart(g, delay);
 		return;
 	}
 	if (lost || g->cf.policy.mode == PM_RESTART_NEVER)
@@ -427,7 +414,7 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 			return; /* said by two of its neighbours */
 	snprintf(r.why, sizeof(r.why), "%s", why);
 	pm_json_escape(why, esc, sizeof(esc));
-	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\",\"slot\":%d",
+	pm_gen_event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\",\"slot\":%d",
 	      g->gen, name, esc, r.slot);
 	if (g->cf.ops->node_lost)
 		g->cf.ops->node_lost(g->cf.ctx, node);
@@ -466,12 +453,12 @@ static void root_replace(struct pm_gen *g, int node, const char *why)
 	say_down(g, &r);
 	tell_avoid(g, why);
 	slot_ranks(g, r.slot, ranks, sizeof(ranks));
-	event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
+	pm_gen_event(g, "node_replaced", "\"gen\":%u,\"node\":\"%s\",\"spare\":\"%s\",\"slot\":%d,"
 	      "\"replacement\":%d,\"spares_left\":%d", g->gen, name,
 	      pm_gen_node_name(g, r.spare), r.slot, g->nrepl, pm_gen_spares_left(g));
 	pm_gen_tell(g, "procmgr: generation %u: lost node %s (%s); its %s move to spare %s; "
 		      "restarting %s (restart %d of %d, %d spare%s left)", g->gen, name,
-		   why, ranks, pm_gen_node_name(g, r.spare), all_ranks(g),
+		   why, ranks, pm_gen_node_name(g, r.spare), pm_gen_all_ranks(g),
 		   g->restarts + 1, g->cf.policy.max_restarts, pm_gen_spares_left(g),
 		   pm_gen_spares_left(g) == 1 ? "" : "s");
 	if (self) {
@@ -503,7 +490,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	}
 	pm_json_escape(why, esc, sizeof(esc));
-	event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
+	pm_gen_event(g, "node_lost", "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, node), esc);
 	if (g->cf.ops->node_lost)
 		g->cf.ops->node_lost(g->cf.ctx, node);
@@ -517,12 +504,12 @@ void pm_gen_root_done(struct pm_gen *g)
 	unsigned delay = 0;
 	struct pm_msg m;
 
-	event(g, "generation_succeeded", "\"gen\":%u", g->gen);
+	pm_gen_event(g, "generation_succeeded", "\"gen\":%u", g->gen);
 	if (pm_policy_decide(&g->cf.policy, g->restarts, false, &delay) == PM_DECIDE_RESTART) {
-		restart(g, delay);
+		pm_gen_root_restart(g, delay);
 		return;
 	}
-	event(g, "finish", "\"gen\":%u", g->gen);
+	pm_gen_event(g, "finish", "\"gen\":%u", g->gen);
 	pm_gen_say(g, "procmgr: all %d ranks succeeded in generation %u", pm_gen_world(g), g->gen);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
@@ -533,7 +520,7 @@ void pm_gen_root_stopped(struct pm_gen *g)
 {
 	if (g->hang.pending && !hang_decide(g))
 		return;
-	event(g, "stopped", "\"gen\":%u,\"stop_ms\":%llu,\"delay_ms\":%u", g->gen,
+	pm_gen_event(g, "stopped", "\"gen\":%u,\"stop_ms\":%llu,\"delay_ms\":%u", g->gen,
 	      (unsigned long long)(now(g) - g->stop_t0), g->delay_ms);
 	g->phase = PM_PHASE_DELAY;
 	if (g->delay_ms)
@@ -545,7 +532,7 @@ void pm_gen_root_stopped(struct pm_gen *g)
 void pm_gen_root_next(struct pm_gen *g)
 {
 	g->restarts++;
-	event(g, "start", "\"gen\":%u,\"restart\":%d,\"since_failure_ms\":%llu", g->gen + 1,
+	pm_gen_event(g, "start", "\"gen\":%u,\"restart\":%d,\"since_failure_ms\":%llu", g->gen + 1,
 	      g->restarts, (unsigned long long)(now(g) - g->fail_t0));
 	pm_gen_say(g, "procmgr: starting generation %u on %d nodes", g->gen + 1, g->cf.nnodes);
 	/* From DELAY: pm_gen_start takes any phase that is not terminal. */
@@ -570,7 +557,7 @@ void pm_gen_root_act(struct pm_gen *g)
 		pm_gen_arm_stop(g, 1, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
 	else
 		arm_stop_off(g);
-	event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
+	pm_gen_event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
 	      pm_gen_node_name(g, g->cf.node), g->elect_why);
 	g->fail_t0 = now(g);
 	for (i = 0; i < g->nrepl; i++)
@@ -586,75 +573,4 @@ void pm_gen_root_act(struct pm_gen *g)
 	/* The old root handed over itself: its slot has a spare already. */
 	if (g->phase == PM_PHASE_RUNNING)
 		pm_gen_stop(g, g->gen);
-}
-
-/* ---- asked by the procmgr command (procmgrd/query.c), on the root ---- */
-
-/* Said on srun's stderr whatever --procmgr-verbose says: someone asked. */
-static void tell(struct pm_gen *g, const char *text)
-{
-	struct pm_msg m;
-	int i, p = printer(g, -1);
-
-	pm_msg_init(&m, PM_MSG_PRINT);
-	pm_msg_set_text(&m, text);
-	for (i = 0; i < g->cf.ntasks_local; i++)
-		if (g->ranks[i].grank == p && g->ranks[i].st != PM_RANK_GONE)
-			g->cf.ops->send_rank(g->cf.ctx, i, &m);
-}
-
-static int not_now(const struct pm_gen *g, char *err, size_t len)
-{
-	if (!pm_gen_is_root(g))
-		snprintf(err, len, "only the root node decides");
-	else if (pm_gen_terminal(g))
-		snprintf(err, len, "the step has already ended");
-	else if (g->phase == PM_PHASE_STARTING)
-		snprintf(err, len, "the step has not started its ranks yet");
-	else if (g->phase != PM_PHASE_RUNNING)
-		snprintf(err, len, "generation %u is already being stopped or restarted", g->gen);
-	else
-		return 0;
-	return -1;
-}
-
-int pm_gen_request_restart(struct pm_gen *g, const char *who, char *err, size_t len)
-{
-	char esc[256], text[512];
-
-	if (not_now(g, err, len))
-		return -1;
-	pm_json_escape(who, esc, sizeof(esc));
-	event(g, "restart_requested", "\"gen\":%u,\"by\":\"%s\"", g->gen, esc);
-	snprintf(text, sizeof(text), "procmgr: generation %u: %s asked for a restart; "
-		 "restarting %s (restart %d)", g->gen, who, all_ranks(g),
-		 g->restarts + 1);
-	tell(g, text);
-	restart(g, 0);
-	pm_gen_progress(g);
-	return 0;
-}
-
-int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len)
-{
-	char esc[256], text[512];
-	struct pm_msg m;
-
-	/* Whatever the phase: a step that is restarting can still be ended. */
-	if (!pm_gen_is_root(g) || pm_gen_terminal(g))
-		return not_now(g, err, len);
-	pm_json_escape(who, esc, sizeof(esc));
-	event(g, "stop_requested", "\"gen\":%u,\"by\":\"%s\"", g->gen, esc);
-	snprintf(text, sizeof(text), "procmgr: %s asked to stop the step; ending it in "
-		 "generation %u", who, g->gen);
-	/* Every rank's supervisor ends its command with the grace period and
-	 * exits 0: the step was ended on purpose, not failed. */
-	pm_msg_init(&m, PM_MSG_ABORT);
-	m.gen = g->gen;
-	m.status = 0;
-	m.rank = printer(g, -1);
-	pm_msg_set_text(&m, text);
-	pm_gen_end(g, &m);
-	pm_gen_progress(g);
-	return 0;
 }

@@ -176,6 +176,17 @@ void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
 	va_end(ap);
 }
 
+void pm_gen_event(struct pm_gen *g, const char *name, const char *fmt, ...)
+{
+	char f[PM_WIRE_TEXT_MAX * 3];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f, sizeof(f), fmt, ap);
+	va_end(ap);
+	g->cf.ops->event(g->cf.ctx, name, f);
+}
+
 void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
 {
 	va_list ap;

@@ -12,6 +12,13 @@ void pm_gen_say(struct pm_gen *g, const char *fmt, ...) __attribute__((format(pr
 /* The same, always: a decision (a restart and why), which a user must not miss. */
 void pm_gen_tell(struct pm_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pm_gen_is_root(const struct pm_gen *g);
+/* An event of the step's log: its JSON fields (without braces) by fmt. */
+void pm_gen_event(struct pm_gen *g, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "all 8 ranks"; "its one rank", not "all 1 ranks". Until the next call. */
+const char *pm_gen_all_ranks(const struct pm_gen *g);
+/* The root: stop every rank, to start the next generation after delay_ms. */
+void pm_gen_root_restart(struct pm_gen *g, unsigned delay_ms);
 
 /* What every node does on the root's word. */
 void pm_gen_stop(struct pm_gen *g, uint32_t gen);

@@ -9,19 +9,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void event(struct pm_gen *g, const char *name, const char *fmt, ...)
-{
-	char f[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(f, sizeof(f), fmt, ap);
-	va_end(ap);
-	g->cf.ops->event(g->cf.ctx, name, f);
-}
-
 void pm_gen_state_restored(struct pm_gen *g, uint64_t step, uint64_t lost)
 {
 	struct pm_gen_state_rec *s = &g->state_rec;
@@ -42,7 +29,7 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	struct pm_gen_recovery *r = &g->rec;
 
 	if (g->gen == 0) {
-		event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
+		pm_gen_event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
 		      "\"since_start_ms\":%llu", g->gen, pm_gen_world(g), since);
 		return;
 	}
@@ -52,7 +39,7 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec };
 	}
 	if (!beat) {
-		event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
+		pm_gen_event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
 		      "\"since_failure_ms\":%llu,\"process_ms\":%llu,\"heartbeats\":%s", g->gen,
 		      pm_gen_world(g), since, rec, rec, g->cf.beats ? "true" : "false");
 		if (!g->cf.beats)
@@ -78,7 +65,7 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 				 "\"lost_steps\":%llu", s->n, (unsigned long long)s->step_min,
 				 (unsigned long long)s->lost_max);
 		}
-		event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
+		pm_gen_event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
 		      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu%s",
 		      g->gen, pm_gen_world(g), since, rec, rec, (unsigned long long)r->process_ms,
 		      ev);
