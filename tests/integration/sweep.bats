@@ -189,3 +189,19 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	cat out
 	grep -q "procmgr: sweep of 21 trials: 20 done, 1 failed" out
 }
+
+@test "--procmgr-bind: each trial's ranks are bound as their slots are, a rank of a trial per slot" {
+	line='echo "$PROCMGR_TRIAL $RANK $(sed -n "s/^Cpus_allowed_list:\t//p" /proc/self/status) $OMP_NUM_THREADS $SLURMD_NODENAME"'
+	{ echo "[a] $line"; echo "[b ranks=2] $line"; echo "[c] $line"; } >trials.txt
+	# 2 slots on each node's 2 CPUs: no oversubscription, a CPU per slot.
+	run srun -N2 --ntasks-per-node=2 --procmgr-sweep=trials.txt --procmgr-bind=cpu true
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cat trials.txt.out/*.out
+	[ "$(cat trials.txt.out/*.out | wc -l)" -eq 4 ]
+	# Every trial rank on one CPU, with OpenMP told so.
+	[ "$(awk '$3 ~ /^[0-9]+$/ && $4 == 1' trials.txt.out/*.out | wc -l)" -eq 4 ]
+	# b's two ranks hold a node's two slots: two CPUs, not one shared.
+	[ "$(cut -d' ' -f3,5 trials.txt.out/b.*.out | sort -u | wc -l)" -eq 2 ]
+	[ "$(cut -d' ' -f5 trials.txt.out/b.*.out | sort -u | wc -l)" -eq 1 ]
+}
