@@ -32,6 +32,8 @@ void pm_sweep_run_free(struct pm_step *s);
 /* gen's ops (ctx is the step). */
 void pm_sweep_launch(void *ctx);
 void pm_sweep_fail(void *ctx, const struct pm_msg *m);
+/* sweep_ctl.c: node is out of the step; its trials are requeued. */
+int pm_sweep_node_lost(void *ctx, int node, const char *why);
 /* The root: a TRIAL_EXIT from below (or from this node). */
 void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m);
 /* sweep_node.c: 1 if the message was the sweep's (taken), else 0. */

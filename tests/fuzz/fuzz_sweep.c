@@ -51,7 +51,7 @@ static void run(const struct pm_sweep *sw, const uint8_t *data, size_t size)
 			assert(pm_sq_started(&q, start[k], now) == 0);
 		now += 1 + (b & 7);
 		if (b == 0xff && !q.pack.lost[1]) {
-			(void)pm_sq_node_lost(&q, 1, now, aff, 8);
+			(void)pm_sq_node_lost(&q, 1, now, aff, 8, NULL);
 			continue;
 		}
 		/* End the first running trial, failed if the byte says so. */
