@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "io/sys.h"
 
 void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node)
@@ -102,4 +103,82 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 	pm_step_ops.send_rank(s, 0, &m);
 	pm_sweep_schedule(s);
 	return 1;
+}
+
+static int find(const struct pm_sweep_run *r, const char *name)
+{
+	int i;
+
+	for (i = 0; i < r->file.n; i++)
+		if (!strcmp(r->file.trials[i].name, name))
+			return i;
+	return -1;
+}
+
+int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const char *who,
+		     char *msg, size_t len)
+{
+	struct pm_sweep_run *r = s->sweep;
+	const char *verb = restart ? "restart" : "stop";
+	struct pm_sq_trial *t;
+	char esc[256];
+	struct pm_msg m;
+	int i;
+
+	if (!r) {
+		snprintf(msg, len, "procmgr: step %u.%u is not a sweep: --trial names a trial of a "
+			 "--procmgr-sweep step", s->job, s->stepid);
+		return -1;
+	}
+	i = find(r, name);
+	if (i < 0) {
+		snprintf(msg, len, "procmgr: step %u.%u has no trial '%.64s' (procmgr status %u.%u "
+			 "lists its %d trials)", s->job, s->stepid, name, s->job, s->stepid, r->file.n);
+		return -1;
+	}
+	t = &r->q.t[i];
+	if (r->ended || t->state == PM_TS_DONE || t->state == PM_TS_FAILED) {
+		snprintf(msg, len, "procmgr: cannot %s trial %s of step %u.%u: it has ended (%s)",
+			 verb, name, s->job, s->stepid, pm_ts_name(t->state));
+		return -1;
+	}
+	if (restart && (t->state != PM_TS_RUNNING || r->failing[i] || r->restart_req[i])) {
+		snprintf(msg, len, "procmgr: cannot restart trial %s of step %u.%u now: it is %s; "
+			 "only a running trial restarts", name, s->job, s->stepid,
+			 r->failing[i] || r->restart_req[i] ? "being stopped" : pm_ts_name(t->state));
+		return -1;
+	}
+	pm_json_escape(who, esc, sizeof(esc));
+	pm_sweep_ev(s, restart ? "trial_restart_requested" : "trial_stop_requested",
+		    "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"by\":\"%s\"", name,
+		    r->attempt[i], pm_ts_name(t->state), esc);
+	pm_msg_init(&m, PM_MSG_PRINT);
+	if (restart) {
+		/* Its ranks stop; when the last has, it starts again (sweep_run.c). */
+		r->restart_req[i] = true;
+		pm_sweep_stop_ranks(s, i, -1);
+		snprintf(m.text, sizeof(m.text), "procmgr: trial %s: %s asked for a restart; "
+			 "restarting it alone (restart %d)", name, who, t->restarts + 1);
+		snprintf(msg, len, "procmgr: step %u.%u: restarting trial %s (restart %d)", s->job,
+			 s->stepid, name, t->restarts + 1);
+	} else {
+		bool ran = t->state != PM_TS_QUEUED && t->state != PM_TS_REQUEUED;
+		/* Failed ("stopped") now; the slots still running are held
+		 * until their ranks' ends come. */
+		pm_sq_stop(&r->q, i, pm_now_ms(), r->slot_live);
+		pm_sweep_stop_ranks(s, i, -1);
+		r->live[i] = 0;
+		r->failing[i] = false;
+		free(r->fail_err[i]);
+		r->fail_err[i] = NULL;
+		snprintf(m.text, sizeof(m.text), "procmgr: %s asked to stop trial %s; %s", who, name,
+			 ran ? "stopping its ranks" : "it will not run");
+		snprintf(msg, len, "procmgr: step %u.%u: %s trial %s", s->job, s->stepid,
+			 ran ? "stopping" : "not running", name);
+	}
+	m.text_len = (uint16_t)strlen(m.text);
+	pm_step_ops.send_rank(s, 0, &m);
+	if (!restart)
+		pm_sweep_schedule(s);
+	return 0;
 }

@@ -26,6 +26,7 @@ struct pm_sweep_run {
 	uint32_t *attempt;          /* by trial: its current attempt */
 	int *live;                  /* by trial: ranks of the attempt not ended */
 	bool *failing;              /* by trial: a rank of the attempt failed */
+	bool *restart_req;          /* by trial: the user asked for its restart */
 	int *fail_code;
 	char **fail_err;            /* the failing rank's error line */
 	unsigned char *slot_live;   /* by slot: its rank of the owner's attempt runs */

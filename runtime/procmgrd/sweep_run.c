@@ -113,11 +113,13 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 	r->attempt = calloc((size_t)r->file.n, sizeof(uint32_t));
 	r->live = calloc((size_t)r->file.n, sizeof(int));
 	r->failing = calloc((size_t)r->file.n, sizeof(bool));
+	r->restart_req = calloc((size_t)r->file.n, sizeof(bool));
 	r->fail_code = calloc((size_t)r->file.n, sizeof(int));
 	r->fail_err = calloc((size_t)r->file.n, sizeof(char *));
 	r->slot_live = calloc((size_t)s->ntasks, 1);
 	r->slot_attempt = calloc((size_t)s->ntasks, sizeof(uint32_t));
-	if (!ranks || !r->attempt || !r->live || !r->failing || !r->fail_code || !r->fail_err ||
+	if (!ranks || !r->attempt || !r->live || !r->failing || !r->restart_req || !r->fail_code ||
+	    !r->fail_err ||
 	    !r->slot_live || !r->slot_attempt) {
 		free(ranks);
 		goto oom;
@@ -160,6 +162,7 @@ void pm_sweep_run_free(struct pm_step *s)
 	free(r->attempt);
 	free(r->live);
 	free(r->failing);
+	free(r->restart_req);
 	free(r->fail_code);
 	free(r->slot_live);
 	free(r->slot_attempt);
@@ -295,16 +298,22 @@ static void trial_ended(struct pm_step *s, int i)
 	struct pm_sweep_run *r = s->sweep;
 	unsigned delay = 0;
 	int st;
+	bool asked;
 	char esc[600];
 
-	st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
-			 r->fail_err[i], now(), &delay);
+	asked = r->restart_req[i] && !r->failing[i];
+	if (asked) /* procmgr restart --trial: said when asked */
+		st = pm_sq_restart(&r->q, i, now());
+	else
+		st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
+				 r->fail_err[i], now(), &delay);
+	r->restart_req[i] = false;
 	pm_json_escape(r->fail_err[i] ? r->fail_err[i] : "", esc, sizeof(esc));
 	pm_sweep_ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
 	   r->attempt[i], st >= 0 ? pm_ts_name((enum pm_ts)st) : "?",
 	   r->failing[i] ? r->fail_code[i] : 0, r->q.t[i].restarts, delay, esc);
-	if (st == PM_TS_RESTARTING || st == PM_TS_FAILED) {
+	if ((st == PM_TS_RESTARTING || st == PM_TS_FAILED) && !asked) {
 		/* A decision, said as a step's are: on srun's stderr. */
 		struct pm_msg m;
 		pm_msg_init(&m, PM_MSG_PRINT);

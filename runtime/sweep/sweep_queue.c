@@ -464,6 +464,15 @@ int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms, const unsigned char *bus
 	return 0;
 }
 
+int pm_sq_restart(struct pm_sq *q, int i, uint64_t now_ms)
+{
+	if (i < 0 || i >= q->n || (q->t[i].state != SG && q->t[i].state != RN))
+		return -1;
+	q->t[i].restarts++;
+	q->t[i].due_ms = now_ms;
+	return transition(q, i, PM_TEV_END_RESTART, now_ms);
+}
+
 uint64_t pm_sq_next_due(const struct pm_sq *q)
 {
 	uint64_t due = UINT64_MAX;

@@ -135,6 +135,11 @@ int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, i
  * (the caller kills its ranks), those busy (may be NULL) HELD as above.
  * 0, or -1 if it had already ended. */
 int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms, const unsigned char *busy);
+/* The user asked for trial i's restart and its ranks ended: RESTARTING on
+ * the same slots and port, due now, counted as a restart whatever the
+ * policy's budget (the user asked). The new state, or -1 unless it was
+ * STARTING or RUNNING. */
+int pm_sq_restart(struct pm_sq *q, int i, uint64_t now_ms);
 /* A held slot's rank ended: the slot (and the port it kept) is free again.
  * 0, or -1 if the slot was not held. */
 int pm_sq_unhold(struct pm_sq *q, int slot);

@@ -266,3 +266,54 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	grep -q "procmgr: sweep of 31 trials: 31 done, 0 failed" out
 	scancel "$job"
 }
+
+@test "procmgr stop and restart of one trial by its name; an unknown name is refused" {
+	for t in a b c; do
+		echo "[$t] touch $W/up.\$PROCMGR_TRIAL.\$PROCMGR_RESTART_COUNT; while [ ! -e $W/go ]; do sleep 0.1; done; touch $W/end.\$PROCMGR_TRIAL"
+	done >trials.txt
+	echo "[q ranks=16] touch $W/up.q" >>trials.txt # waits: a, b and c hold slots
+	sweep trials.txt >out 2>&1 &
+	wait_until 60 bash -c "[ -e $W/up.a.0 ] && [ -e $W/up.b.0 ] && [ -e $W/up.c.0 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" stop "$job.0" --trial nosuch
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"procmgr: step $job.0 has no trial 'nosuch' (procmgr status $job.0 lists its 4 trials)"* ]]
+	run "$PROCMGR" restart "$job.0" --trial q
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cannot restart trial q of step $job.0 now: it is queued; only a running trial restarts"* ]]
+	run "$PROCMGR" stop "$job.0" --trial 'b/x'
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"trial name 'b/x' has '/'"* ]]
+	run "$PROCMGR" restart "$job.0" --trial a
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: restarting trial a (restart 1)"* ]]
+	wait_until 30 test -e up.a.1
+	run "$PROCMGR" stop "$job.0" --trial b
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: stopping trial b"* ]]
+	run "$PROCMGR" stop "$job.0" --trial q
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: not running trial q"* ]]
+	run "$PROCMGR" stop "$job.0" --trial b
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cannot stop trial b of step $job.0: it has ended (failed)"* ]]
+	touch go
+	wait_until 60 grep -q "procmgr: sweep of 4 trials" out
+	wait
+	cat out
+	grep -q "procmgr: sweep of 4 trials: 2 done, 2 failed" out
+	grep -q "trial a: .* asked for a restart; restarting it alone (restart 1)" out
+	grep -q "asked to stop trial b; stopping its ranks" out
+	grep -q "asked to stop trial q; it will not run" out
+	[ "$(awk -F'\t' '$1 == "a" { print $2, $4 }' trials.txt.results)" = "done 1" ]
+	[ "$(awk -F'\t' '$1 == "c" { print $2, $4 }' trials.txt.results)" = "done 0" ]
+	[ "$(awk -F'\t' '$1 == "b" { print $2, $6 }' trials.txt.results)" = "failed stopped" ]
+	[ "$(awk -F'\t' '$1 == "q" { print $2, $6 }' trials.txt.results)" = "failed stopped" ]
+	# b's command was ended, c's never touched, q never ran.
+	[ ! -e end.b ] && [ -e end.a ] && [ -e end.c ] && [ ! -e up.q ]
+	[ "$(ls up.c.* | wc -l)" -eq 1 ]
+	run events "$job" 0
+	[[ "$output" == *'"event":"trial_restart_requested","trial":"a"'* ]]
+	[[ "$output" == *'"event":"trial_stop_requested","trial":"b"'* ]]
+}
