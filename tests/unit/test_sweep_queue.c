@@ -77,9 +77,21 @@ static void check_invariants(struct sim *s)
 		}
 		held += t->ranks;
 	}
-	for (i = 0; i < slots; i++)
+	for (i = 0; i < slots; i++) {
 		held -= s->q.owner[i] >= 0;
+		/* A held slot's port (its rank 0 may still listen) is no one else's. */
+		if (s->q.owner[i] == PM_SQ_HELD && s->q.hold_port[i])
+			CHECK(!seen_port[s->q.hold_port[i]]++, "held port %d twice", s->q.hold_port[i]);
+	}
 	assert_int_equal(held, 0);
+	/* Every free port is free: none in use, none twice, none lost. */
+	for (i = 0; i < s->q.port_nfree; i++) {
+		int p = s->q.ports[(s->q.port_rd + i) % s->q.cfg.port_count];
+		CHECK(!seen_port[p]++, "free port %d in use or twice", p);
+	}
+	for (i = 0, r = 0; i < 65536; i++)
+		r += seen_port[i];
+	assert_int_equal(r, s->q.cfg.port_count);
 	if (running > s->max_running)
 		s->max_running = running;
 }
