@@ -76,7 +76,7 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 
 		pm_sweep_stop_ranks(s, i, node);
 		r->live[i] = 0;
-		r->failing[i] = false;
+		r->failing[i] = r->restart_req[i] = false;
 		free(r->fail_err[i]);
 		r->fail_err[i] = NULL;
 		pm_sweep_ev(s, "trial_requeued", "\"trial\":\"%s\",\"attempt\":%u,\"node\":\"%s\","
@@ -168,7 +168,7 @@ int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const ch
 		pm_sq_stop(&r->q, i, pm_now_ms(), r->slot_live);
 		pm_sweep_stop_ranks(s, i, -1);
 		r->live[i] = 0;
-		r->failing[i] = false;
+		r->failing[i] = r->restart_req[i] = false;
 		free(r->fail_err[i]);
 		r->fail_err[i] = NULL;
 		snprintf(m.text, sizeof(m.text), "procmgr: %s asked to stop trial %s; %s", who, name,
