@@ -1,4 +1,6 @@
 #include "client.h"
+#include "cliargs.h"
+#include "sweep/sweep_file.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -462,24 +464,31 @@ static int ignore(void *arg, const struct pm_msg *m)
 	return 0;
 }
 
+/* A trial's name, as the sweep's file allows it (sweep_file.c). */
+static int trial_check(const char *v, char *why, size_t len)
+{
+	return pm_sweep_name_check(v, strlen(v), why, len);
+}
+
 int pm_client_control(const char *cmd, enum pm_query_kind kind, int argc, char **argv,
 		      const char *usage)
 {
+	const char *id = NULL, *trial = NULL;
+	const struct pm_cli_opt opts[] = { { "--trial", NULL, NULL, &trial, trial_check },
+					   { NULL } };
 	struct pm_target t;
 	struct pm_msg end;
-	char why[1024];
+	char why[1024], args[96] = "-";
+	int rc;
 
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		fputs(usage, stdout);
-		return 0;
-	}
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "procmgr %s: expected one JOBID[.STEP]\n%s", cmd, usage);
-		return 2;
-	}
-	if (pm_client_resolve(cmd, argv[1], &t))
+	rc = pm_cli_args(cmd, argc, argv, opts, &id, true, usage);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (trial)
+		snprintf(args, sizeof(args), "trial=%s", trial);
+	if (pm_client_resolve(cmd, id, &t))
 		return 1;
-	if (pm_client_ask(&t, kind, "-", 10000, ignore, NULL, &end, why, sizeof(why))) {
+	if (pm_client_ask(&t, kind, args, 10000, ignore, NULL, &end, why, sizeof(why))) {
 		fprintf(stderr, "procmgr %s: %s\n", cmd, why);
 		return 1;
 	}

@@ -4,9 +4,10 @@
 #include "cmd.h"
 
 #define USAGE \
-	"usage: procmgr restart JOBID[.STEP]\n" \
+	"usage: procmgr restart JOBID[.STEP] [--trial NAME]\n" \
 	"  stops every rank of the step (grace period, then SIGKILL) and starts the next\n" \
-	"  generation everywhere; counted as a restart. Only the job's user and root.\n"
+	"  generation everywhere; counted as a restart. --trial NAME: in a sweep, only that\n" \
+	"  running trial, on its slots. Only the job's user and root.\n"
 
 int pm_cmd_restart(int argc, char **argv)
 {

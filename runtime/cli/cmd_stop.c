@@ -3,9 +3,10 @@
 #include "cmd.h"
 
 #define USAGE \
-	"usage: procmgr stop JOBID[.STEP]\n" \
+	"usage: procmgr stop JOBID[.STEP] [--trial NAME]\n" \
 	"  ends every rank of the step (SIGTERM, grace period, SIGKILL); each task exits 0\n" \
-	"  and srun returns. Only the job's user and root.\n"
+	"  and srun returns. --trial NAME: in a sweep, only that trial (it ends failed,\n" \
+	"  \"stopped\"; a queued one never runs). Only the job's user and root.\n"
 
 int pm_cmd_stop(int argc, char **argv)
 {

@@ -483,6 +483,8 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
+	if (g->cf.sweep && !pm_gen_spares(g) && pm_gen_sweep_lost(g, node, why))
+		return; /* its trials are requeued on the other nodes */
 	if (pm_gen_spares(g)) {
 		/* A root that took over decides once most of the step is here. */
 		if (!g->electing)

@@ -70,6 +70,11 @@ struct pm_gen_ops {
 	 * Slurm's cancel), for the sweep to end on. May be NULL. */
 	void (*sweep_launch)(void *ctx);
 	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
+	/* A sweep without spares lost a node that is not the root (and is
+	 * out of the step now): its trials go to the other nodes, the sweep
+	 * goes on. 1, or 0 if that node was lost already. May be NULL (the
+	 * step ends, as for any step). */
+	int (*sweep_node_lost)(void *ctx, int node, const char *why);
 };
 
 struct pm_gen_config {
@@ -261,6 +266,10 @@ int pm_gen_request_stop(struct pm_gen *g, const char *who, char *err, size_t len
 /* The root's sweep is over: FINISH (code 0) or ABORT with code, text
  * (may be "") on rank 0's stderr. */
 void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text);
+/* The root of a running sweep lost node (gen_sweep.c): it and the nodes
+ * below it in the tree (they cannot reach the root without spares) are
+ * out, each handed to ops->sweep_node_lost. false: not a sweep's case. */
+bool pm_gen_sweep_lost(struct pm_gen *g, int node, const char *why);
 
 bool pm_gen_terminal(const struct pm_gen *g);
 /* Terminal, and every supervisor has come and gone: procmgrd may exit. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "common/text.h"
+#include "common/tree.h"
 
 void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text)
 {
@@ -25,4 +26,42 @@ void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text)
 	if (text)
 		pm_msg_set_text(&m, text);
 	pm_gen_end(g, &m);
+}
+
+/* Once per node: a loss said again (by its parent and by its child, or
+ * after its subtree's) is the sweep's to recognise (its op answers 0). */
+static void lost_one(struct pm_gen *g, int node, const char *why)
+{
+	char esc[512], f[sizeof(esc) + 160];
+
+	pm_gen_exclude(g, node);
+	if (!g->cf.ops->sweep_node_lost(g->cf.ctx, node, why))
+		return;
+	pm_json_escape(why, esc, sizeof(esc));
+	snprintf(f, sizeof(f), "\"gen\":%u,\"node\":\"%s\",\"reason\":\"%s\",\"sweep\":\"requeue\"",
+		 g->gen, pm_gen_node_name(g, node), esc);
+	g->cf.ops->event(g->cf.ctx, "node_lost", f);
+	if (g->cf.ops->node_lost)
+		g->cf.ops->node_lost(g->cf.ctx, node);
+}
+
+bool pm_gen_sweep_lost(struct pm_gen *g, int node, const char *why)
+{
+	char sub[256];
+	int d, a;
+
+	if (g->phase != PM_PHASE_RUNNING || !g->cf.ops->sweep_node_lost || node == g->cf.node ||
+	    node <= 0 || node >= g->cf.nnodes)
+		return false;
+	lost_one(g, node, why);
+	/* Its subtree ends its part when it loses its parent (no spares:
+	 * nobody adopts it): its trials are as good as gone. */
+	snprintf(sub, sizeof(sub), "below lost node %s in the tree", pm_gen_node_name(g, node));
+	for (d = node + 1; d < g->cf.nnodes; d++) {
+		for (a = d; a > node; a = pm_tree_parent(a, g->cf.fanout))
+			;
+		if (a == node)
+			lost_one(g, d, sub);
+	}
+	return true;
 }

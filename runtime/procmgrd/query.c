@@ -578,6 +578,12 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 		return true;
 	case PM_Q_RESTART:
 	case PM_Q_STOP:
+		if (!strncmp(r.args, "trial=", 6)) { /* one trial of a sweep */
+			int rc = pm_sweep_request(s, r.kind == PM_Q_RESTART, r.args + 6, who, err,
+						  sizeof(err));
+			end_to(s, c, rc ? 1 : 0, err);
+			return true;
+		}
 		if ((r.kind == PM_Q_RESTART ? pm_gen_request_restart : pm_gen_request_stop)(
 			    &s->gen, who, err, sizeof(err))) {
 			char tmp[sizeof(err) + 96];

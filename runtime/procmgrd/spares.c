@@ -68,8 +68,12 @@ int pm_gen_spares_init(struct pm_gen *g)
 	for (i = 0; i < g->nchildren; i++)
 		if (add_kid(g, g->child_first + i) < 0)
 			return -1;
-	if (!pm_gen_spares(g))
-		return 0;
+	if (!pm_gen_spares(g)) {
+		/* A sweep goes on without a lost node (gen_sweep.c): out for good. */
+		if (g->cf.sweep)
+			g->excluded = calloc((size_t)n, sizeof(bool));
+		return g->cf.sweep && !g->excluded ? -1 : 0;
+	}
 	if (g->cf.spares >= n)
 		return -1;
 	g->nactive = n - g->cf.spares;
@@ -161,7 +165,7 @@ void pm_gen_exclude(struct pm_gen *g, int node)
 {
 	int i;
 
-	if (!pm_gen_spares(g) || node < 0 || node >= g->cf.nnodes || g->excluded[node])
+	if (!g->excluded || node < 0 || node >= g->cf.nnodes || g->excluded[node])
 		return;
 	if (g->nexcluded == g->xcap) {
 		int cap = g->xcap ? g->xcap * 2 : 8;

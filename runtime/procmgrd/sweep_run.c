@@ -5,6 +5,7 @@
  * writes the results and ends the step. See sweep_run.h. */
 #include "step.h"
 #include "sweep_run.h"
+#include "sweep_int.h"
 #include "query.h"
 
 #include <errno.h>
@@ -24,36 +25,12 @@
 #include "sweep/sweep_queue.h"
 #include "sweep/sweep_results.h"
 
-/* TRIAL_START's text besides the command: the name, four numbers, the
- * master's host name (at most 255) and the separators. */
-#define TRIAL_HEAD_MAX (PM_SWEEP_NAME_MAX + 4 * 12 + 256 + 8)
-#define START_BATCH 256
-
-struct pm_sweep_run {
-	struct pm_sweep file;
-	struct pm_sq q;
-	int L;                      /* slots per node */
-	uint32_t next_attempt;
-	uint32_t *attempt;          /* by trial: its current attempt */
-	int *live;                  /* by trial: ranks of the attempt not ended */
-	bool *failing;              /* by trial: a rank of the attempt failed */
-	int *fail_code;
-	char **fail_err;            /* the failing rank's error line */
-	unsigned char *slot_live;   /* by slot: its rank of the owner's attempt runs */
-	struct pm_watch due_w;
-	bool launched, ended;
-	uint64_t t0;
-	char results[PATH_MAX];
-};
-
 static uint64_t now(void)
 {
 	return pm_now_ms();
 }
 
-static void ev(struct pm_step *s, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void ev(struct pm_step *s, const char *name, const char *fmt, ...)
+void pm_sweep_ev(struct pm_step *s, const char *name, const char *fmt, ...)
 {
 	char f[1024];
 	va_list ap;
@@ -136,11 +113,14 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 	r->attempt = calloc((size_t)r->file.n, sizeof(uint32_t));
 	r->live = calloc((size_t)r->file.n, sizeof(int));
 	r->failing = calloc((size_t)r->file.n, sizeof(bool));
+	r->restart_req = calloc((size_t)r->file.n, sizeof(bool));
 	r->fail_code = calloc((size_t)r->file.n, sizeof(int));
 	r->fail_err = calloc((size_t)r->file.n, sizeof(char *));
 	r->slot_live = calloc((size_t)s->ntasks, 1);
-	if (!ranks || !r->attempt || !r->live || !r->failing || !r->fail_code || !r->fail_err ||
-	    !r->slot_live) {
+	r->slot_attempt = calloc((size_t)s->ntasks, sizeof(uint32_t));
+	if (!ranks || !r->attempt || !r->live || !r->failing || !r->restart_req || !r->fail_code ||
+	    !r->fail_err ||
+	    !r->slot_live || !r->slot_attempt) {
 		free(ranks);
 		goto oom;
 	}
@@ -182,8 +162,10 @@ void pm_sweep_run_free(struct pm_step *s)
 	free(r->attempt);
 	free(r->live);
 	free(r->failing);
+	free(r->restart_req);
 	free(r->fail_code);
 	free(r->slot_live);
+	free(r->slot_attempt);
 	pm_sweep_free(&r->file);
 	free(r);
 	s->sweep = NULL;
@@ -211,6 +193,7 @@ static void start_trial(struct pm_step *s, int i)
 			lw++;
 		}
 		r->slot_live[slot] = 1;
+		r->slot_attempt[slot] = r->attempt[i];
 		pm_msg_init(&m, PM_MSG_TRIAL_START);
 		m.gen = r->attempt[i];
 		m.rank = k;
@@ -222,13 +205,12 @@ static void start_trial(struct pm_step *s, int i)
 		m.text_len = (uint16_t)strlen(m.text);
 		pm_sweep_node_route(s, &m);
 	}
-	ev(s, "trial_start", "\"trial\":\"%s\",\"attempt\":%u,\"ranks\":%d,\"restarts\":%d,"
+	pm_sweep_ev(s, "trial_start", "\"trial\":\"%s\",\"attempt\":%u,\"ranks\":%d,\"restarts\":%d,"
 	   "\"master\":\"%s\",\"port\":%d,\"first_slot\":%d", ft->name, r->attempt[i], t->ranks,
 	   t->restarts, s->names[master], t->port, t->slot_of_rank[0]);
 	pm_sq_started(&r->q, i, now());
 }
 
-static void finish(struct pm_step *s, int code_if_ok, const char *why);
 
 static void arm_due(struct pm_step *s)
 {
@@ -243,7 +225,7 @@ static void arm_due(struct pm_step *s)
 		pm_timer_set(r->due_w.fd, due > t ? (unsigned)(due - t) : 1, 0);
 }
 
-static void schedule(struct pm_step *s)
+void pm_sweep_schedule(struct pm_step *s)
 {
 	struct pm_sweep_run *r = s->sweep;
 	int start[START_BATCH], n, i;
@@ -257,7 +239,7 @@ static void schedule(struct pm_step *s)
 	} while (n == START_BATCH);
 	arm_due(s);
 	if (pm_sq_finished(&r->q))
-		finish(s, 0, NULL);
+		pm_sweep_finish(s, 0, NULL);
 }
 
 static void on_due(struct pm_loop *l, struct pm_watch *w, uint32_t e)
@@ -267,7 +249,7 @@ static void on_due(struct pm_loop *l, struct pm_watch *w, uint32_t e)
 	(void)e;
 
 	pm_timer_ack(w->fd);
-	schedule(s);
+	pm_sweep_schedule(s);
 }
 
 void pm_sweep_launch(void *ctx)
@@ -284,9 +266,9 @@ void pm_sweep_launch(void *ctx)
 		close(r->due_w.fd);
 		r->due_w.fd = -1;
 	}
-	ev(s, "sweep", "\"trials\":%d,\"slots\":%d,\"nodes\":%d,\"file\":\"%s\"", r->file.n,
+	pm_sweep_ev(s, "sweep", "\"trials\":%d,\"slots\":%d,\"nodes\":%d,\"file\":\"%s\"", r->file.n,
 	   s->ntasks, s->nnodes, s->opts.sweep);
-	schedule(s);
+	pm_sweep_schedule(s);
 }
 
 static int exit_code(int status)
@@ -316,16 +298,22 @@ static void trial_ended(struct pm_step *s, int i)
 	struct pm_sweep_run *r = s->sweep;
 	unsigned delay = 0;
 	int st;
+	bool asked;
 	char esc[600];
 
-	st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
-			 r->fail_err[i], now(), &delay);
+	asked = r->restart_req[i] && !r->failing[i];
+	if (asked) /* procmgr restart --trial: said when asked */
+		st = pm_sq_restart(&r->q, i, now());
+	else
+		st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
+				 r->fail_err[i], now(), &delay);
+	r->restart_req[i] = false;
 	pm_json_escape(r->fail_err[i] ? r->fail_err[i] : "", esc, sizeof(esc));
-	ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
+	pm_sweep_ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
 	   r->attempt[i], st >= 0 ? pm_ts_name((enum pm_ts)st) : "?",
 	   r->failing[i] ? r->fail_code[i] : 0, r->q.t[i].restarts, delay, esc);
-	if (st == PM_TS_RESTARTING || st == PM_TS_FAILED) {
+	if ((st == PM_TS_RESTARTING || st == PM_TS_FAILED) && !asked) {
 		/* A decision, said as a step's are: on srun's stderr. */
 		struct pm_msg m;
 		pm_msg_init(&m, PM_MSG_PRINT);
@@ -338,19 +326,21 @@ static void trial_ended(struct pm_step *s, int i)
 	}
 	free(r->fail_err[i]);
 	r->fail_err[i] = NULL;
-	schedule(s);
+	pm_sweep_schedule(s);
 }
 
 void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 {
 	struct pm_sweep_run *r = s->sweep;
-	int slot, i, k;
+	int slot, i;
 	bool failed;
 
 	if (!r || r->ended || m->node < 0 || m->node >= s->nnodes || m->rank < 0 ||
 	    m->rank >= r->L)
 		return;
 	slot = m->node * r->L + m->rank;
+	if (pm_sweep_held_exit(s, slot, m->gen))
+		return; /* a requeued or stopped trial's rank: the slot is free */
 	i = r->q.owner[slot];
 	if (i < 0 || r->attempt[i] != m->gen || !r->slot_live[slot])
 		return; /* an earlier attempt's late news */
@@ -375,17 +365,7 @@ void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 			}
 		}
 		/* Its other ranks stop; the others' trials are not touched. */
-		for (k = 0; k < r->q.t[i].ranks; k++) {
-			int sl = r->q.t[i].slot_of_rank[k];
-			struct pm_msg stop;
-			if (!r->slot_live[sl])
-				continue;
-			pm_msg_init(&stop, PM_MSG_TRIAL_STOP);
-			stop.gen = r->attempt[i];
-			stop.node = sl / r->L;
-			stop.status = sl % r->L;
-			pm_sweep_node_route(s, &stop);
-		}
+		pm_sweep_stop_ranks(s, i, -1);
 	}
 	if (r->live[i] == 0)
 		trial_ended(s, i);
@@ -432,7 +412,7 @@ static struct pm_sr_trial *rows(struct pm_step *s)
 
 /* Every trial ended (or the step cannot go on: why): results, summary,
  * and the step's end. */
-static void finish(struct pm_step *s, int code_if_ok, const char *why)
+void pm_sweep_finish(struct pm_step *s, int code_if_ok, const char *why)
 {
 	struct pm_sweep_run *r = s->sweep;
 	struct pm_sr_trial *tr;
@@ -457,7 +437,7 @@ static void finish(struct pm_step *s, int code_if_ok, const char *why)
 	code = pm_sr_exit_code(tr, r->file.n);
 	if (!code)
 		code = code_if_ok;
-	ev(s, "sweep_end", "\"trials\":%d,\"done\":%d,\"failed\":%d,\"exit_code\":%d,"
+	pm_sweep_ev(s, "sweep_end", "\"trials\":%d,\"done\":%d,\"failed\":%d,\"exit_code\":%d,"
 	   "\"runtime_ms\":%llu", c.total, c.done, c.failed, code,
 	   (unsigned long long)(now() - r->t0));
 	free(tr);
@@ -495,7 +475,7 @@ void pm_sweep_fail(void *ctx, const struct pm_msg *m)
 			 m->text_len ? ": " : "", m->text);
 	}
 	pm_log(s, "%s", why);
-	finish(s, code, why);
+	pm_sweep_finish(s, code, why);
 }
 
 /* Where a trial runs, by node: "pq1:0,1/pq2:0". */

@@ -32,6 +32,13 @@ void pm_sweep_run_free(struct pm_step *s);
 /* gen's ops (ctx is the step). */
 void pm_sweep_launch(void *ctx);
 void pm_sweep_fail(void *ctx, const struct pm_msg *m);
+/* sweep_ctl.c: node is out of the step; its trials are requeued. */
+int pm_sweep_node_lost(void *ctx, int node, const char *why);
+/* procmgr stop/restart JOB.STEP --trial NAME, at the root (sweep_ctl.c),
+ * asked by who: 0 with what to tell the command in msg, or -1 with why
+ * not (not a sweep, no such trial, it has ended, not running). */
+int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const char *who,
+		     char *msg, size_t len);
 /* The root: a TRIAL_EXIT from below (or from this node). */
 void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m);
 /* sweep_node.c: 1 if the message was the sweep's (taken), else 0. */

@@ -293,6 +293,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.node_lost = node_lost,
 	.sweep_launch = pm_sweep_launch,
 	.sweep_fail = pm_sweep_fail,
+	.sweep_node_lost = pm_sweep_node_lost,
 };
 
 static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)

@@ -333,3 +333,36 @@ int pm_sweep_read(const char *path, int default_ranks, int step_ranks, struct pm
 	free(buf);
 	return rc;
 }
+
+int pm_sweep_simple_argv(const char *cmd, char *buf, size_t buflen, char **argv, int max)
+{
+	size_t n = strlen(cmd), i;
+	int words = 0;
+	bool in = false;
+
+	if (n >= buflen || max < 2)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = cmd[i];
+
+		if (c == ' ' || c == '\t') {
+			buf[i] = '\0';
+			in = false;
+			continue;
+		}
+		if (!name_char(c) && !strchr("/=:,+@%", c))
+			return 0;
+		buf[i] = c;
+		if (!in) {
+			if (words == max - 1)
+				return 0;
+			argv[words++] = buf + i;
+			in = true;
+		}
+	}
+	buf[n] = '\0';
+	argv[words] = NULL;
+	if (!words || strchr(argv[0], '='))
+		return 0;
+	return words;
+}

@@ -58,5 +58,12 @@ int pm_sweep_read(const char *path, int default_ranks, int step_ranks, struct pm
 void pm_sweep_free(struct pm_sweep *s);
 /* 0 if name is a valid trial name, else -1 with the reason in err. */
 int pm_sweep_name_check(const char *name, size_t len, char *err, size_t errlen);
+/* A trial's command line that needs no shell: words of letters, digits and
+ * _-./=:,+@% separated by blanks, the first without '='. Splits it into
+ * buf (its copy, buflen bytes) and argv (at most max - 1 words, then
+ * NULL): the word count, or 0 if the line needs sh -c (quotes, $, globs,
+ * redirections, ';', an assignment, too many words) or is empty. A
+ * builtin (exit 3) is no program: exec fails and sh -c runs it still. */
+int pm_sweep_simple_argv(const char *cmd, char *buf, size_t buflen, char **argv, int max);
 
 #endif

@@ -101,15 +101,47 @@ static void restart_push(struct pm_sq *q, int i)
 	q->restart_head = i;
 }
 
+static void port_free(struct pm_sq *q, int port)
+{
+	q->ports[(q->port_rd + q->port_nfree++) % q->cfg.port_count] = port;
+}
+
+/* Its slots back to the packer, but those q->busy names (off the lost
+ * node) are held, with the port on rank 0's: their ranks still run. */
 static void release(struct pm_sq *q, struct pm_sq_trial *t)
 {
+	bool port_kept = false;
 	int r;
 
-	for (r = 0; r < t->ranks; r++)
-		q->owner[t->slot_of_rank[r]] = -1;
-	pm_pack_release(&q->pack, t->ranks, t->slot_of_rank);
-	q->ports[(q->port_rd + q->port_nfree++) % q->cfg.port_count] = t->port;
+	for (r = 0; r < t->ranks; r++) {
+		int s = t->slot_of_rank[r];
+
+		if (q->busy && q->busy[s] && pm_pack_node_of(&q->pack, s) != q->lost_node) {
+			q->owner[s] = PM_SQ_HELD;
+			q->hold_port[s] = r == 0 ? t->port : 0;
+			port_kept |= r == 0;
+			continue;
+		}
+		q->owner[s] = -1;
+		pm_pack_release(&q->pack, 1, &s);
+	}
+	if (!port_kept)
+		port_free(q, t->port);
 	t->port = 0;
+}
+
+int pm_sq_unhold(struct pm_sq *q, int slot)
+{
+	long slots = (long)q->pack.nodes * q->pack.slots;
+
+	if (slot < 0 || slot >= slots || q->owner[slot] != PM_SQ_HELD)
+		return -1;
+	q->owner[slot] = -1;
+	pm_pack_release(&q->pack, 1, &slot);
+	if (q->hold_port[slot])
+		port_free(q, q->hold_port[slot]);
+	q->hold_port[slot] = 0;
+	return 0;
 }
 
 static void set_error(struct pm_sq_trial *t, const char *e)
@@ -178,6 +210,7 @@ void pm_sq_free(struct pm_sq *q)
 	free(q->t);
 	free(q->slot_store);
 	free(q->owner);
+	free(q->hold_port);
 	free(q->ports);
 	pm_pack_free(&q->pack);
 	memset(q, 0, sizeof(*q));
@@ -221,8 +254,10 @@ int pm_sq_init(struct pm_sq *q, const struct pm_sq_cfg *cfg, const int *ranks, i
 	q->t = calloc(n ? n : 1, sizeof(*q->t));
 	q->slot_store = malloc((total ? total : 1) * sizeof(int));
 	q->owner = malloc(slots * sizeof(int));
+	q->hold_port = calloc(slots, sizeof(int));
 	q->ports = malloc(cfg->port_count * sizeof(int));
-	if (!q->t || !q->slot_store || !q->owner || !q->ports) {
+	q->lost_node = -1;
+	if (!q->t || !q->slot_store || !q->owner || !q->hold_port || !q->ports) {
 		snprintf(err, errlen, "out of memory for %d trials", n);
 		pm_sq_free(q);
 		return -1;
@@ -384,16 +419,23 @@ int pm_sq_ended(struct pm_sq *q, int i, bool failed, int exit_code, const char *
 	return transition(q, i, e, now_ms);
 }
 
-int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, int max)
+int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, int max,
+		    const unsigned char *busy)
 {
 	int s, n = 0;
 
 	if (node < 0 || node >= q->pack.nodes)
 		return 0;
 	pm_pack_node_lost(&q->pack, node);
+	q->busy = busy;
+	q->lost_node = node;
 	for (s = node * q->pack.slots; s < (node + 1) * q->pack.slots; s++) {
 		int i = q->owner[s];
 
+		if (i == PM_SQ_HELD) { /* its rank went with the node */
+			(void)pm_sq_unhold(q, s);
+			continue;
+		}
 		if (i < 0)
 			continue;
 		/* Releases every slot of the trial, so it is met once. */
@@ -402,15 +444,33 @@ int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, i
 			affected[n] = i;
 		n++;
 	}
+	q->busy = NULL;
+	q->lost_node = -1;
 	return n;
 }
 
-int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms)
+int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms, const unsigned char *busy)
 {
-	if (i < 0 || i >= q->n || transition(q, i, PM_TEV_STOP, now_ms) < 0)
+	int rc;
+
+	if (i < 0 || i >= q->n)
+		return -1;
+	q->busy = busy;
+	rc = transition(q, i, PM_TEV_STOP, now_ms);
+	q->busy = NULL;
+	if (rc < 0)
 		return -1;
 	set_error(&q->t[i], "stopped");
 	return 0;
+}
+
+int pm_sq_restart(struct pm_sq *q, int i, uint64_t now_ms)
+{
+	if (i < 0 || i >= q->n || (q->t[i].state != SG && q->t[i].state != RN))
+		return -1;
+	q->t[i].restarts++;
+	q->t[i].due_ms = now_ms;
+	return transition(q, i, PM_TEV_END_RESTART, now_ms);
 }
 
 uint64_t pm_sq_next_due(const struct pm_sq *q)

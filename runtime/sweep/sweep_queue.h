@@ -32,6 +32,9 @@
 
 #define PM_SQ_LOOKAHEAD 1024
 #define PM_SQ_ERR_MAX 200
+/* owner[] of a slot let go by its trial (node lost, stop) whose rank of
+ * that attempt still runs: out of use until pm_sq_unhold. */
+#define PM_SQ_HELD (-2)
 
 enum pm_ts {
 	PM_TS_QUEUED = 0,
@@ -88,7 +91,10 @@ struct pm_sq {
 	int n;
 	struct pm_sq_trial *t;
 	int *slot_store;                /* every trial's slot_of_rank */
-	int *owner;                     /* trial holding each slot, or -1 */
+	int *owner;                     /* trial holding each slot, -1, or PM_SQ_HELD */
+	int *hold_port;                 /* by held slot: the port it keeps, or 0 */
+	const unsigned char *busy;      /* during node_lost/stop only: slots to hold */
+	int lost_node;                  /* during node_lost only */
 	int wait_head, wait_tail;       /* queued and requeued trials, in order */
 	int restart_head;               /* trials in RESTARTING (unordered) */
 	int *ports, port_rd, port_nfree; /* free ports, a ring: least recently freed first */
@@ -118,11 +124,25 @@ int pm_sq_ended(struct pm_sq *q, int i, bool failed, int exit_code, const char *
 /* A node is gone: its slots are never used again, and every trial holding
  * one of them is requeued (its other slots released). affected[] receives
  * their indices (at most max): the caller stops their ranks on other nodes.
- * Returns how many were requeued. */
-int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, int max);
+ * busy (by slot, may be NULL): slots whose rank still runs; those of the
+ * requeued trials on other nodes are HELD (the rank's own attempt is being
+ * stopped: another trial there would find the slot busy), and the trial's
+ * port with its rank 0's slot (its store may still listen). Slots held on
+ * the lost node are let go. Returns how many were requeued. */
+int pm_sq_node_lost(struct pm_sq *q, int node, uint64_t now_ms, int *affected, int max,
+		    const unsigned char *busy);
 /* The user stopped trial i: FAILED with error "stopped", slots released
- * (the caller kills its ranks). 0, or -1 if it had already ended. */
-int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms);
+ * (the caller kills its ranks), those busy (may be NULL) HELD as above.
+ * 0, or -1 if it had already ended. */
+int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms, const unsigned char *busy);
+/* The user asked for trial i's restart and its ranks ended: RESTARTING on
+ * the same slots and port, due now, counted as a restart whatever the
+ * policy's budget (the user asked). The new state, or -1 unless it was
+ * STARTING or RUNNING. */
+int pm_sq_restart(struct pm_sq *q, int i, uint64_t now_ms);
+/* A held slot's rank ended: the slot (and the port it kept) is free again.
+ * 0, or -1 if the slot was not held. */
+int pm_sq_unhold(struct pm_sq *q, int slot);
 /* The earliest time a restart is due, or UINT64_MAX if none. */
 uint64_t pm_sq_next_due(const struct pm_sq *q);
 /* Every trial is DONE or FAILED. */

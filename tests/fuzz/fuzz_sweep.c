@@ -1,6 +1,7 @@
 /* The sweep's trials file, then the trials it yields run through the queue
  * and packer on 2 nodes x 4 slots (the input's bytes decide which runs fail
- * and when a node is lost), then the results text. What parses obeys the
+ * and when a node is lost or a trial stopped, slots held until their ranks
+ * end), then the results text. What parses obeys the
  * grammar of sweep_file.h; the sweep always ends, no slot is held twice,
  * and every results line is one line. */
 #include <assert.h>
@@ -51,7 +52,28 @@ static void run(const struct pm_sweep *sw, const uint8_t *data, size_t size)
 			assert(pm_sq_started(&q, start[k], now) == 0);
 		now += 1 + (b & 7);
 		if (b == 0xff && !q.pack.lost[1]) {
-			(void)pm_sq_node_lost(&q, 1, now, aff, 8);
+			/* Every slot's rank still runs: those off node 1 are held. */
+			unsigned char busy[8];
+			memset(busy, 1, sizeof(busy));
+			(void)pm_sq_node_lost(&q, 1, now, aff, 8, busy);
+			continue;
+		}
+		/* Held slots' ranks end, one per step, before any other end. */
+		for (i = 0; i < 8; i++)
+			if (q.owner[i] == PM_SQ_HELD) {
+				assert(pm_sq_unhold(&q, i) == 0);
+				break;
+			}
+		if (i < 8)
+			continue;
+		if (b == 0xfe) { /* the user stops the first running trial */
+			unsigned char busy[8];
+			memset(busy, 1, sizeof(busy));
+			for (i = 0; i < q.n; i++)
+				if (q.t[i].state == PM_TS_RUNNING) {
+					assert(pm_sq_stop(&q, i, now, busy) == 0);
+					break;
+				}
 			continue;
 		}
 		/* End the first running trial, failed if the byte says so. */
@@ -78,7 +100,12 @@ static void run(const struct pm_sweep *sw, const uint8_t *data, size_t size)
 		assert(pm_sr_summary(r, sw->n, "results.tsv", sum, sizeof(sum)) == strlen(sum));
 		free(r);
 	}
+	/* A stopped last trial's ranks may end after the sweep's decisions. */
+	for (i = 0; i < 8; i++)
+		if (q.owner[i] == PM_SQ_HELD)
+			assert(pm_sq_unhold(&q, i) == 0);
 	assert(q.pack.free_total == (q.pack.lost[1] ? 4 : 8));
+	assert(q.port_nfree == 8);
 	pm_sq_free(&q);
 	free(ranks);
 }

@@ -11,6 +11,36 @@ sweep() { # trials-file srun-options...
 # Rows of the results file in state S.
 rows() { awk -F'\t' -v s="$2" 'NR > 1 && $2 == s' "$1" | wc -l; }
 
+# A crash: node I's (1-based) slurmd, slurmstepd and all below, at once;
+# found through this testbed's files, never another's.
+crash() {
+	local pids
+	pids=$(tb pids "$1" | sort -u)
+	echo "$1" >>"$W/crashed"
+	kill -9 $pids 2>/dev/null || true # some exit as their parents die
+}
+all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]; }
+# The crashed node back for the next test: its slurmd again, resumed.
+revive() {
+	local i pid
+	[ -e "$W/crashed" ] || return 0
+	for i in $(cat "$W/crashed"); do
+		pid=$(cat "$PM_TESTBED_DIR/slurmd-$P$i.pid" 2>/dev/null) || true
+		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+			slurmd -N "$P$i" -f "$SLURM_CONF"
+		fi
+	done
+	scontrol update nodename="$P[1-4]" state=resume 2>/dev/null || true
+	wait_until 60 all_idle
+	# A crashed node's run directory went with its disk.
+	for i in $(cat "$W/crashed"); do rm -rf "$STATE"/*/*.$((i - 1)).run; done
+}
+teardown() {
+	scancel --quiet -u root 2>/dev/null || true
+	revive
+	pm_teardown
+}
+
 @test "200 short trials on 4 nodes x 4 slots all run exactly once" {
 	for i in $(seq 1 200); do echo "[t$i] echo \"\$PROCMGR_TRIAL \$RANK \$WORLD_SIZE\" >>$W/ran"; done >trials.txt
 	run sweep trials.txt
@@ -204,4 +234,102 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	# b's two ranks hold a node's two slots: two CPUs, not one shared.
 	[ "$(cut -d' ' -f3,5 trials.txt.out/b.*.out | sort -u | wc -l)" -eq 2 ]
 	[ "$(cut -d' ' -f5 trials.txt.out/b.*.out | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "a node crash (--no-kill) requeues its trials on the other nodes; every trial runs to its end once" {
+	# Every rank says where it started (and its pid), then waits for go.
+	cat >trial.sh <<-EOF
+	#!/bin/sh
+	echo "\$PROCMGR_TRIAL \$RANK \$SLURMD_NODENAME \$\$" >>$W/started
+	while [ ! -e $W/go ]; do sleep 0.1; done
+	echo "\$PROCMGR_TRIAL \$RANK" >>$W/ran
+	EOF
+	chmod 0755 trial.sh
+	{ echo "[wide ranks=6] $W/trial.sh"; for i in $(seq 1 30); do echo "[t$i] $W/trial.sh"; done; } >trials.txt
+	srun --no-kill -N4 -n16 -O --procmgr-sweep=trials.txt --procmgr-restart=on-failure:1 true >out 2>&1 &
+	wait_until 60 bash -c "[ \$(wc -l <$W/started 2>/dev/null || echo 0) -ge 16 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	# A node that wide (6 ranks: two nodes at least) runs on, not the root's.
+	victim=$(awk '$1 == "wide" { print $3 }' started | sort -u | grep -vx "${P}1" | head -n 1)
+	[ -n "$victim" ]
+	on_victim=$(awk -v v="$victim" '$3 == v { print $1 }' started | sort -u)
+	crash "${victim#"$P"}"
+	# Once the root knows and wide's ranks elsewhere were stopped, the
+	# trials that survived may end.
+	wait_until 60 grep -q '"event":"trial_requeued","trial":"wide"' "$STATE/$job/0.events.jsonl"
+	wide_gone() { local p; for p in $(awk '$1 == "wide" { print $4 }' "$W/started"); do ! kill -0 "$p" 2>/dev/null || return 1; done; }
+	wait_until 30 wide_gone
+	touch go
+	wait_until 120 grep -q "procmgr: sweep of 31 trials" out || { cat out; false; }
+	cat out
+	[ "$(rows trials.txt.results done)" -eq 31 ]
+	# Each trial's ranks ran to their end once: 30 + wide's 6, none twice.
+	[ "$(wc -l <ran)" -eq 36 ]
+	[ "$(sort -u ran | wc -l)" -eq 36 ]
+	# Those on the lost node started again elsewhere, requeued (not restarted).
+	run events "$job" 0
+	for t in $on_victim; do
+		grep -q "\"event\":\"trial_requeued\",\"trial\":\"$t\"" <<<"$output"
+		[ "$(awk -v t="$t" -v v="$victim" '$1 == t && $3 != v' started | wc -l)" -ge 1 ]
+		[ "$(awk -F'\t' -v t="$t" '$1 == t { print $4 }' trials.txt.results)" -eq 0 ]
+	done
+	[ "$(grep -c '"event":"trial_requeued"' <<<"$output")" -eq "$(wc -w <<<"$on_victim")" ]
+	[[ "$output" == *'"event":"node_lost"'*"\"node\":\"$victim\""*'"sweep":"requeue"'* ]]
+	# wide started twice: its second 6 ranks all on the nodes left.
+	[ "$(awk '$1 == "wide"' started | wc -l)" -eq 12 ]
+	[ "$(awk '$1 == "wide"' started | tail -n 6 | grep -c " $victim ")" -eq 0 ]
+	grep -q "procmgr: lost node $victim (.*); its [0-9]* trials* go.* to the other nodes: .*wide" out
+	grep -q "procmgr: sweep of 31 trials: 31 done, 0 failed" out
+	scancel "$job"
+}
+
+@test "procmgr stop and restart of one trial by its name; an unknown name is refused" {
+	for t in a b c; do
+		echo "[$t] touch $W/up.\$PROCMGR_TRIAL.\$PROCMGR_RESTART_COUNT; while [ ! -e $W/go ]; do sleep 0.1; done; touch $W/end.\$PROCMGR_TRIAL"
+	done >trials.txt
+	echo "[q ranks=16] touch $W/up.q" >>trials.txt # waits: a, b and c hold slots
+	sweep trials.txt >out 2>&1 &
+	wait_until 60 bash -c "[ -e $W/up.a.0 ] && [ -e $W/up.b.0 ] && [ -e $W/up.c.0 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" stop "$job.0" --trial nosuch
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"procmgr: step $job.0 has no trial 'nosuch' (procmgr status $job.0 lists its 4 trials)"* ]]
+	run "$PROCMGR" restart "$job.0" --trial q
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cannot restart trial q of step $job.0 now: it is queued; only a running trial restarts"* ]]
+	run "$PROCMGR" stop "$job.0" --trial 'b/x'
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"trial name 'b/x' has '/'"* ]]
+	run "$PROCMGR" restart "$job.0" --trial a
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: restarting trial a (restart 1)"* ]]
+	wait_until 30 test -e up.a.1
+	run "$PROCMGR" stop "$job.0" --trial b
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: stopping trial b"* ]]
+	run "$PROCMGR" stop "$job.0" --trial q
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"procmgr: step $job.0: not running trial q"* ]]
+	run "$PROCMGR" stop "$job.0" --trial b
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cannot stop trial b of step $job.0: it has ended (failed)"* ]]
+	touch go
+	wait_until 60 grep -q "procmgr: sweep of 4 trials" out
+	wait
+	cat out
+	grep -q "procmgr: sweep of 4 trials: 2 done, 2 failed" out
+	grep -q "trial a: .* asked for a restart; restarting it alone (restart 1)" out
+	grep -q "asked to stop trial b; stopping its ranks" out
+	grep -q "asked to stop trial q; it will not run" out
+	[ "$(awk -F'\t' '$1 == "a" { print $2, $4 }' trials.txt.results)" = "done 1" ]
+	[ "$(awk -F'\t' '$1 == "c" { print $2, $4 }' trials.txt.results)" = "done 0" ]
+	[ "$(awk -F'\t' '$1 == "b" { print $2, $6 }' trials.txt.results)" = "failed stopped" ]
+	[ "$(awk -F'\t' '$1 == "q" { print $2, $6 }' trials.txt.results)" = "failed stopped" ]
+	# b's command was ended, c's never touched, q never ran.
+	[ ! -e end.b ] && [ -e end.a ] && [ -e end.c ] && [ ! -e up.q ]
+	[ "$(ls up.c.* | wc -l)" -eq 1 ]
+	run events "$job" 0
+	[[ "$output" == *'"event":"trial_restart_requested","trial":"a"'* ]]
+	[[ "$output" == *'"event":"trial_stop_requested","trial":"b"'* ]]
 }

@@ -278,6 +278,42 @@ static void test_read(void **state)
 	rmdir(dir);
 }
 
+/* Which lines run without sh: plain words only. */
+static void test_simple_argv(void **state)
+{
+	static const char *const shell[] = {
+		"echo $HOME", "a; b", "a && b", "a | b", "a > f", "a 'b c'", "a \"b\"", "ls *.txt",
+		"ls ~", "a # c", "LR=0.1 python t.py", "(a)", "a\\ b", "a `b`", "", "   ", "a\nb",
+	};
+	char buf[64], *av[4];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(pm_sweep_simple_argv("python3 train.py --lr=0.1 -o out/x.txt", buf,
+					      sizeof(buf), av, 4), 0); /* 5 words, room for 3 */
+	{
+		char *av8[8];
+		assert_int_equal(pm_sweep_simple_argv("  python3\ttrain.py --lr=0.1  -o out/x.txt ",
+						      buf, sizeof(buf), av8, 8), 5);
+		assert_string_equal(av8[0], "python3");
+		assert_string_equal(av8[1], "train.py");
+		assert_string_equal(av8[2], "--lr=0.1");
+		assert_string_equal(av8[4], "out/x.txt");
+		assert_null(av8[5]);
+	}
+	assert_int_equal(pm_sweep_simple_argv("true", buf, sizeof(buf), av, 4), 1);
+	assert_string_equal(av[0], "true");
+	assert_null(av[1]);
+	assert_int_equal(pm_sweep_simple_argv("a b c", buf, sizeof(buf), av, 4), 3);
+	assert_int_equal(pm_sweep_simple_argv("a b c d", buf, sizeof(buf), av, 4), 0);
+	assert_int_equal(pm_sweep_simple_argv("/usr/bin/env x=1 y", buf, sizeof(buf), av, 4), 3);
+	for (i = 0; i < sizeof(shell) / sizeof(shell[0]); i++)
+		CHECK(pm_sweep_simple_argv(shell[i], buf, sizeof(buf), av, 4) == 0, "[%s]",
+		      shell[i]);
+	/* No room for the copy: the shell's. */
+	assert_int_equal(pm_sweep_simple_argv("true", buf, 4, av, 4), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_length_bounds),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_simple_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

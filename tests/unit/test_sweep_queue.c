@@ -77,9 +77,21 @@ static void check_invariants(struct sim *s)
 		}
 		held += t->ranks;
 	}
-	for (i = 0; i < slots; i++)
+	for (i = 0; i < slots; i++) {
 		held -= s->q.owner[i] >= 0;
+		/* A held slot's port (its rank 0 may still listen) is no one else's. */
+		if (s->q.owner[i] == PM_SQ_HELD && s->q.hold_port[i])
+			CHECK(!seen_port[s->q.hold_port[i]]++, "held port %d twice", s->q.hold_port[i]);
+	}
 	assert_int_equal(held, 0);
+	/* Every free port is free: none in use, none twice, none lost. */
+	for (i = 0; i < s->q.port_nfree; i++) {
+		int p = s->q.ports[(s->q.port_rd + i) % s->q.cfg.port_count];
+		CHECK(!seen_port[p]++, "free port %d in use or twice", p);
+	}
+	for (i = 0, r = 0; i < 65536; i++)
+		r += seen_port[i];
+	assert_int_equal(r, s->q.cfg.port_count);
 	if (running > s->max_running)
 		s->max_running = running;
 }
@@ -286,7 +298,7 @@ static void test_always_fails(void **state)
 	/* Ended trials take no more events. */
 	assert_int_equal(pm_sq_ended(&s.q, 3, true, 1, NULL, s.now, NULL), -1);
 	assert_int_equal(pm_sq_started(&s.q, 3, s.now), -1);
-	assert_int_equal(pm_sq_stop(&s.q, 0, s.now), -1);
+	assert_int_equal(pm_sq_stop(&s.q, 0, s.now, NULL), -1);
 	pm_sq_free(&s.q);
 }
 
@@ -324,7 +336,7 @@ static void test_node_lost_requeues(void **state)
 		on1 += pm_pack_node_of(&s.q.pack, s.q.t[i].slot_of_rank[0]) == 1;
 	assert_int_equal(on1, 4);
 	s.now = 10;
-	n = pm_sq_node_lost(&s.q, 1, s.now, affected, 8);
+	n = pm_sq_node_lost(&s.q, 1, s.now, affected, 8, NULL);
 	assert_int_equal(n, 4);
 	for (i = 0; i < n; i++) {
 		const struct pm_sq_trial *t = &s.q.t[affected[i]];
@@ -368,7 +380,7 @@ static void test_node_lost_multi_node(void **state)
 	assert_int_equal(pm_sq_init(&q, &c, ranks, 2, err, sizeof(err)), 0);
 	assert_int_equal(pm_sq_schedule(&q, 0, st, 4), 1);
 	assert_int_equal(pm_sq_started(&q, 0, 0), 0);
-	assert_int_equal(pm_sq_node_lost(&q, 1, 7, aff, 2), 1);
+	assert_int_equal(pm_sq_node_lost(&q, 1, 7, aff, 2, NULL), 1);
 	assert_int_equal(aff[0], 0);
 	assert_int_equal(q.pack.free_total, 4);
 	/* Both wait for ever now: 4 slots remain. */
@@ -376,6 +388,61 @@ static void test_node_lost_multi_node(void **state)
 	assert_int_equal(q.t[0].state, PM_TS_FAILED);
 	assert_int_equal(q.t[1].state, PM_TS_FAILED);
 	assert_string_equal(q.t[1].error, "needs 8 ranks; the nodes still up have 4 slots");
+	assert_true(pm_sq_finished(&q));
+	pm_sq_free(&q);
+}
+
+/* The ranks of a requeued or stopped trial still running on the nodes
+ * left keep their slots (held) until each one's end is known, and rank
+ * 0's slot keeps the port: nothing else starts there meanwhile. */
+static void test_held_slots(void **state)
+{
+	struct pm_sq q;
+	struct pm_sq_cfg c = cfg(2, 4, 1);
+	int ranks[] = { 6, 4 }, st[4], aff[2], r, s0, port;
+	unsigned char busy[8];
+
+	(void)state;
+	c.port_count = 2;
+	assert_int_equal(pm_sq_init(&q, &c, ranks, 2, err, sizeof(err)), 0);
+	assert_int_equal(pm_sq_schedule(&q, 0, st, 4), 1); /* trial 1 waits */
+	assert_int_equal(pm_sq_started(&q, 0, 0), 0);
+	s0 = q.t[0].slot_of_rank[0];
+	port = q.t[0].port;
+	assert_int_equal(pm_pack_node_of(&q.pack, s0), 0); /* whole node 0 first */
+	memset(busy, 1, sizeof(busy));
+	/* Node 1 goes: trial 0's 4 ranks on node 0 are held, not free. */
+	assert_int_equal(pm_sq_node_lost(&q, 1, 5, aff, 2, busy), 1);
+	for (r = 0; r < 4; r++)
+		assert_int_equal(q.owner[r], PM_SQ_HELD);
+	assert_int_equal(q.hold_port[s0], port);
+	assert_int_equal(q.pack.free_total, 0);
+	assert_int_equal(q.port_nfree, 1);
+	/* Trial 0 can never fit any more (6 ranks, 4 slots left); trial 1
+	 * waits for the held slots, the last one rank 0's with the port. */
+	assert_int_equal(pm_sq_schedule(&q, 6, st, 4), 0);
+	assert_int_equal(q.t[0].state, PM_TS_FAILED);
+	for (r = 0; r < 4; r++)
+		if (r != s0)
+			assert_int_equal(pm_sq_unhold(&q, r), 0);
+	assert_int_equal(pm_sq_unhold(&q, s0 ? 0 : 1), -1);
+	assert_int_equal(q.pack.free_total, 3);
+	assert_int_equal(q.port_nfree, 1);
+	assert_int_equal(pm_sq_schedule(&q, 7, st, 4), 0);
+	assert_int_equal(pm_sq_unhold(&q, s0), 0);
+	assert_int_equal(q.port_nfree, 2);
+	assert_int_equal(pm_sq_schedule(&q, 8, st, 4), 1);
+	assert_int_equal(st[0], 1);
+	assert_int_equal(pm_sq_started(&q, 1, 8), 0);
+	/* A stopped trial's busy slots are held the same way. */
+	assert_int_equal(pm_sq_stop(&q, 1, 9, busy), 0);
+	assert_int_equal(q.t[1].state, PM_TS_FAILED);
+	assert_int_equal(q.pack.free_total, 0);
+	assert_int_equal(q.port_nfree, 1);
+	for (r = 0; r < 4; r++)
+		assert_int_equal(pm_sq_unhold(&q, q.t[1].slot_of_rank[r]), 0);
+	assert_int_equal(q.pack.free_total, 4);
+	assert_int_equal(q.port_nfree, 2);
 	assert_true(pm_sq_finished(&q));
 	pm_sq_free(&q);
 }
@@ -451,19 +518,19 @@ static void test_stop(void **state)
 
 	(void)state;
 	assert_int_equal(pm_sq_init(&q, &c, ranks, 2, err, sizeof(err)), 0);
-	assert_int_equal(pm_sq_stop(&q, 1, 0), 0);
+	assert_int_equal(pm_sq_stop(&q, 1, 0, NULL), 0);
 	assert_int_equal(q.t[1].state, PM_TS_FAILED);
 	assert_string_equal(q.t[1].error, "stopped");
 	assert_int_equal(pm_sq_schedule(&q, 0, st, 4), 1);
 	assert_int_equal(st[0], 0);
 	assert_int_equal(pm_sq_started(&q, 0, 3), 0);
 	assert_int_equal(q.pack.free_total, 0);
-	assert_int_equal(pm_sq_stop(&q, 0, 9), 0);
+	assert_int_equal(pm_sq_stop(&q, 0, 9, NULL), 0);
 	assert_int_equal(q.pack.free_total, 2);
 	assert_int_equal(q.t[0].end_ms, 9);
 	assert_true(pm_sq_finished(&q));
-	assert_int_equal(pm_sq_stop(&q, 0, 9), -1);
-	assert_int_equal(pm_sq_stop(&q, 7, 9), -1);
+	assert_int_equal(pm_sq_stop(&q, 0, 9, NULL), -1);
+	assert_int_equal(pm_sq_stop(&q, 7, 9, NULL), -1);
 	pm_sq_free(&q);
 }
 
@@ -485,10 +552,10 @@ static void test_lost_or_stopped_while_restarting(void **state)
 	assert_int_equal(pm_sq_ended(&q, 0, true, 1, NULL, 10, NULL), PM_TS_RESTARTING);
 	assert_int_equal(pm_sq_ended(&q, 1, true, 1, NULL, 20, NULL), PM_TS_RESTARTING);
 	assert_int_equal(pm_sq_next_due(&q), 110);
-	assert_int_equal(pm_sq_node_lost(&q, 0, 30, aff, 2), 1);
+	assert_int_equal(pm_sq_node_lost(&q, 0, 30, aff, 2, NULL), 1);
 	assert_int_equal(q.t[0].state, PM_TS_REQUEUED);
 	assert_int_equal(pm_sq_next_due(&q), 120);
-	assert_int_equal(pm_sq_stop(&q, 1, 40), 0);
+	assert_int_equal(pm_sq_stop(&q, 1, 40, NULL), 0);
 	assert_int_equal(pm_sq_next_due(&q), UINT64_MAX);
 	assert_int_equal(pm_sq_schedule(&q, 40, st, 2), 1);
 	assert_int_equal(st[0], 0);
@@ -525,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_never_restart),
 		cmocka_unit_test(test_node_lost_requeues),
 		cmocka_unit_test(test_node_lost_multi_node),
+		cmocka_unit_test(test_held_slots),
 		cmocka_unit_test(test_skip_ahead_and_starvation),
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_stop),

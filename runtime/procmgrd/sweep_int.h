@@ -1,0 +1,53 @@
+/* Inside a sweep's root (sweep_run.c, sweep_ctl.c): the run's state and
+ * what the two files share. Not an API: see sweep_run.h. */
+#ifndef PM_SWEEP_INT_H
+#define PM_SWEEP_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/loop.h"
+#include "sweep/sweep_file.h"
+#include "sweep/sweep_queue.h"
+
+struct pm_step;
+
+/* TRIAL_START's text besides the command: the name, four numbers, the
+ * master's host name (at most 255) and the separators. */
+#define TRIAL_HEAD_MAX (PM_SWEEP_NAME_MAX + 4 * 12 + 256 + 8)
+#define START_BATCH 256
+
+struct pm_sweep_run {
+	struct pm_sweep file;
+	struct pm_sq q;
+	int L;                      /* slots per node */
+	uint32_t next_attempt;
+	uint32_t *attempt;          /* by trial: its current attempt */
+	int *live;                  /* by trial: ranks of the attempt not ended */
+	bool *failing;              /* by trial: a rank of the attempt failed */
+	bool *restart_req;          /* by trial: the user asked for its restart */
+	int *fail_code;
+	char **fail_err;            /* the failing rank's error line */
+	unsigned char *slot_live;   /* by slot: its rank of the owner's attempt runs */
+	uint32_t *slot_attempt;     /* by slot: the attempt its rank last ran */
+	struct pm_watch due_w;
+	bool launched, ended;
+	uint64_t t0;
+	char results[PATH_MAX];
+};
+
+void pm_sweep_ev(struct pm_step *s, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Starts what the queue says can start; ends the sweep once all ended. */
+void pm_sweep_schedule(struct pm_step *s);
+/* Every trial ended (or the step cannot go on: why): results, summary,
+ * the step's end. */
+void pm_sweep_finish(struct pm_step *s, int code_if_ok, const char *why);
+/* TRIAL_STOP to trial i's ranks still running (skip_node's excepted). */
+void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node);
+/* A held slot's rank ended (sweep_ctl.c): 1 if slot was held for that
+ * attempt (now free), else 0. */
+int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt);
+
+#endif
