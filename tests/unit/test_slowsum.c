@@ -303,6 +303,38 @@ static void test_root_incomplete(void **state)
 	pm_slowroot_free(&r);
 }
 
+/* The eviction waits for the root's ranks' next step (a step boundary),
+ * or two ticks without one; one at a time. */
+static void test_evict_boundary(void **state)
+{
+	struct pm_slowevict e = { 0 };
+	(void)state;
+
+	assert_int_equal(pm_slowevict_step(&e, 5), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* Flagged while the root's rank is in step 10 (its last + 1 = 11). */
+	assert_int_equal(pm_slowevict_arm(&e, 3, 11), 0);
+	assert_int_equal(pm_slowevict_arm(&e, 4, 11), -1); /* the first goes first */
+	assert_int_equal(pm_slowevict_step(&e, 11), -1);   /* the same step again */
+	assert_int_equal(pm_slowevict_step(&e, 12), 3);    /* between steps 10 and 11 */
+	assert_int_equal(pm_slowevict_step(&e, 13), -1);   /* once */
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* No step boundary seen: the second tick evicts. */
+	assert_int_equal(pm_slowevict_arm(&e, 4, 13), 0);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	assert_int_equal(pm_slowevict_tick(&e), 4);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* No step seen before the verdict: the first one is the boundary. */
+	assert_int_equal(pm_slowevict_arm(&e, 2, 0), 0);
+	assert_int_equal(pm_slowevict_step(&e, 1), 2);
+	/* A new generation: nothing pending. */
+	assert_int_equal(pm_slowevict_arm(&e, 2, 7), 0);
+	pm_slowevict_cancel(&e);
+	assert_int_equal(pm_slowevict_step(&e, 100), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_tree_compute),
 		cmocka_unit_test(test_tree_no_culprit),
 		cmocka_unit_test(test_root_incomplete),
+		cmocka_unit_test(test_evict_boundary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
