@@ -8,6 +8,8 @@
  *
  *   replay [-i INTERVAL_S] [-t "20 30 40"] [-w "6/5 8/6"] [-s PREFIX] FILE
  *
+ * -m: instead, the margins: each run's highest window median of a node
+ * not slowed and the slowed node's (the first -w setting).
  * -s: only the slowed runs whose tag starts with PREFIX (detect-1.5-: one
  * factor's).
  *
@@ -124,6 +126,83 @@ static unsigned replay(const struct run *r, const struct pm_slow_cfg *cfg, int n
 	return hit;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The lower median of the n values in v (sorted in place). */
+static double lmed(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return v[(n - 1) / 2];
+}
+
+/* The window's median of each node's ratio to the interval's median (what
+ * pm_slow compares with 1 + threshold), per run: the highest an unslowed
+ * node reached, and for a slowed run node 2's highest within 60 s of the
+ * slowdown and its median ratio per interval after it. The margin a
+ * threshold has. */
+static void margins(unsigned win, unsigned need, double ivl_s)
+{
+	double worst = 0;
+	unsigned windows = 0;
+
+	printf("window medians (%u of %u intervals): the highest of a node not slowed; node 2's\n", need, win);
+	for (unsigned i = 0; i < nruns; i++) {
+		const struct run *r = &runs[i];
+		static double ratio[MAX_IVL][MAX_NODES];
+		static unsigned char has[MAX_IVL][MAX_NODES];
+		double hi_other = 0, hi2 = 0, after[MAX_IVL];
+		unsigned nafter = 0;
+
+		for (unsigned t = 0; t < r->n; t++) {
+			double v[MAX_NODES], med;
+			unsigned n = 0;
+			for (unsigned k = 0; k < r->nodes; k++)
+				if (r->s[t][k].kind == PM_SLOW_COMPUTE && r->s[t][k].steps >= 3)
+					v[n++] = r->s[t][k].compute_ms;
+			med = n >= 3 ? lmed(v, n) : 0; /* as pm_slow_feed */
+			for (unsigned k = 0; k < r->nodes; k++) {
+				has[t][k] = med > 0 && r->s[t][k].kind == PM_SLOW_COMPUTE && r->s[t][k].steps >= 3;
+				ratio[t][k] = has[t][k] ? r->s[t][k].compute_ms / med : 0;
+			}
+			if (slowed(r) && r->throttle && t >= r->throttle && has[t][1])
+				after[nafter++] = ratio[t][1];
+		}
+		for (unsigned t = 0; t < r->n; t++) {
+			for (unsigned k = 0; k < r->nodes; k++) {
+				double v[PM_SLOW_MAX_WINDOW], m;
+				unsigned n = 0;
+				for (unsigned j = t + 1 >= win ? t + 1 - win : 0; j <= t; j++)
+					if (has[j][k])
+						v[n++] = ratio[j][k];
+				if (n < need)
+					continue;
+				m = lmed(v, n);
+				if (slowed(r) && k == 1 && r->throttle) {
+					if (t >= r->throttle && (t - r->throttle + 1) * ivl_s <= 60 && m > hi2)
+						hi2 = m;
+					if (t >= r->throttle)
+						continue;
+				}
+				windows++;
+				if (m > hi_other)
+					hi_other = m;
+			}
+		}
+		if (hi_other > worst)
+			worst = hi_other;
+		if (slowed(r) && r->throttle)
+			printf("  %-20s not slowed %.2f; node 2 within 60 s %.2f, per interval after: median %.2f\n",
+			       r->tag, hi_other, hi2, nafter ? lmed(after, nafter) : 0);
+		else
+			printf("  %-20s not slowed %.2f\n", r->tag, hi_other);
+	}
+	printf("highest of a node not slowed, over %u windows of %u runs: %.2f\n", windows, nruns, worst);
+}
+
 static int cmp_u(const void *a, const void *b)
 {
 	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
@@ -137,7 +216,9 @@ int main(int argc, char **argv)
 	int opt;
 	FILE *f;
 
-	while ((opt = getopt(argc, argv, "i:t:w:s:")) != -1) {
+	int show_margins = 0;
+
+	while ((opt = getopt(argc, argv, "i:t:w:s:m")) != -1) {
 		if (opt == 'i')
 			ivl_s = atof(optarg);
 		else if (opt == 't')
@@ -146,11 +227,13 @@ int main(int argc, char **argv)
 			wins = optarg;
 		else if (opt == 's')
 			only = optarg;
+		else if (opt == 'm')
+			show_margins = 1;
 		else
 			return 2;
 	}
 	if (optind != argc - 1 || !(f = fopen(argv[optind], "r"))) {
-		fprintf(stderr, "usage: replay [-i INTERVAL_S] [-t \"20 30\"] [-w \"6/5 8/6\"] [-s PREFIX] FILE\n");
+		fprintf(stderr, "usage: replay [-m] [-i INTERVAL_S] [-t \"20 30\"] [-w \"6/5 8/6\"] [-s PREFIX] FILE\n");
 		return 2;
 	}
 	if (parse(f)) {
@@ -158,6 +241,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fclose(f);
+	if (show_margins) {
+		unsigned win = 6, need = 5;
+		sscanf(wins, " %u/%u", &win, &need);
+		margins(win, need, ivl_s);
+		return 0;
+	}
 	printf("%-9s %-7s %-12s %s\n", "threshold", "window", "unslowed", "slowed: runs flagged (node 2), "
 	       "intervals after the slowdown (median, max; x interval = s), wrong node");
 	for (const char *t = thr; *t;) {
