@@ -413,3 +413,14 @@ void pm_slowevict_cancel(struct pm_slowevict *e)
 {
 	*e = (struct pm_slowevict){ 0 };
 }
+
+unsigned pm_slow_phase_delay(uint64_t now_ms, unsigned interval_ms, unsigned offset_ms)
+{
+	uint64_t at;
+
+	if (!interval_ms)
+		return 0;
+	offset_ms %= interval_ms;
+	at = now_ms % interval_ms;
+	return (unsigned)(at < offset_ms ? offset_ms - at : interval_ms - (at - offset_ms));
+}

@@ -129,6 +129,17 @@ size_t pm_slowroot_tick(struct pm_slowroot *r, const bool *active,
 /* A node evicted or replaced: its history starts over. */
 void pm_slowroot_reset_node(struct pm_slowroot *r, uint32_t node);
 
+/* Every node's interval on the same wall-clock grid: ms from now_ms
+ * (CLOCK_REALTIME) to the next instant t, t % interval_ms == offset_ms
+ * (offset_ms < interval_ms), from 1 to interval_ms. Each node's summaries
+ * cover [k*I, (k+1)*I) and the root judges at k*I + I/2, when its
+ * children's summaries of the interval have come up. With timers started
+ * whenever each procmgrd did, a node's summary could cover the interval
+ * before the others' (seen on the testbed: one node a whole interval
+ * behind), and a job's compute time that changes with the machine's load
+ * then looked like that node being slow or fast. */
+unsigned pm_slow_phase_delay(uint64_t now_ms, unsigned interval_ms, unsigned offset_ms);
+
 /* When a node found slow is evicted (--procmgr-evict-slow): at the next
  * step boundary, not at the interval's tick, which falls anywhere in a
  * step. A rank's heartbeat of a new step comes after its previous step's

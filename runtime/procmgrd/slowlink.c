@@ -2,7 +2,9 @@
  *
  * Every node: its supervisors' PM_MSG_RANK_STEP (a heartbeat's new step)
  * and its children's PM_MSG_SLOW summaries go into one pm_slownode; every
- * interval (--procmgr-slow) it sends one summary up. The root feeds its
+ * interval (--procmgr-slow), on a wall-clock grid common to all nodes
+ * (pm_slow_phase_delay), it sends one summary up; the root judges half an
+ * interval later. The root feeds its
  * own and its children's summaries to pm_slowroot and, at each interval
  * while the generation runs, acts on the changes of verdict: the `slow` and
  * `slow_cleared` events (metrics count them), a line on srun's stderr,
@@ -35,6 +37,7 @@ struct pm_slowlink {
 	uint64_t root_step;      /* the root's own ranks' last step + 1, 0: none */
 	struct pm_slowevict evict; /* a slow node waiting for the step boundary */
 	char evict_why[PM_REPL_WHY];
+	struct pm_watch judge_w;   /* the root's judgement, half an interval after */
 	struct pm_watch due_w;     /* at once, out of the rank message's handler */
 	long due;                  /* the node due, -1 none */
 };
@@ -195,6 +198,22 @@ static void root_tick(struct pm_step *s)
 		verdict(s, &v[k]);
 }
 
+/* The root's interval changes generation: steps of another do not compare,
+ * a pending eviction is for a generation that is gone. */
+static void root_gen_check(struct pm_step *s)
+{
+	struct pm_slowlink *l = s->slow;
+
+	l->expected = active_nodes(s);
+	if (l->root_gen != s->gen.gen) {
+		l->root_gen = s->gen.gen;
+		pm_slowroot_reset(&l->root);
+		pm_slowevict_cancel(&l->evict);
+		l->root_step = 0;
+	}
+}
+
+/* The interval's end on the wall-clock grid: every node's summary up. */
 static void on_tick(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_step *s = w->arg;
@@ -203,18 +222,24 @@ static void on_tick(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 
 	pm_timer_ack(w->fd);
-	if (s->gen.root && l->root_ok) {
-		l->expected = active_nodes(s);
-		if (l->root_gen != s->gen.gen) {
-			l->root_gen = s->gen.gen;
-			pm_slowroot_reset(&l->root);
-			pm_slowevict_cancel(&l->evict);
-			l->root_step = 0;
-		}
-	}
+	if (s->gen.root && l->root_ok)
+		root_gen_check(s);
 	pm_slownode_flush(&l->node, PM_WIRE_TEXT_MAX + 1, emit_up, s);
-	if (s->gen.root)
-		root_tick(s);
+}
+
+/* Half an interval later: the root judges the interval whose summaries
+ * have come up by now. */
+static void on_judge(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)lp;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (!s->gen.root || !s->slow->root_ok)
+		return;
+	root_gen_check(s);
+	root_tick(s);
 }
 
 static void on_due(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
@@ -235,6 +260,7 @@ int pm_slowlink_init(struct pm_step *s)
 	struct pm_slowlink *l;
 	struct pm_slow_cfg cfg;
 	char err[160];
+	uint64_t now;
 
 	if (!interval)
 		return 0;
@@ -259,10 +285,14 @@ int pm_slowlink_init(struct pm_step *s)
 		l->root_ok = true;
 	l->due = -1;
 	l->tick_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_tick, .arg = s };
+	l->judge_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_judge, .arg = s };
 	l->due_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_due, .arg = s };
+	now = (uint64_t)(pm_wall_s() * 1000);
 	if (l->tick_w.fd < 0 || pm_loop_add(s->loop, &l->tick_w, EPOLLIN) ||
-	    pm_timer_set(l->tick_w.fd, interval, interval) || l->due_w.fd < 0 ||
-	    pm_loop_add(s->loop, &l->due_w, EPOLLIN))
+	    pm_timer_set(l->tick_w.fd, pm_slow_phase_delay(now, interval, 0), interval) ||
+	    l->judge_w.fd < 0 || pm_loop_add(s->loop, &l->judge_w, EPOLLIN) ||
+	    pm_timer_set(l->judge_w.fd, pm_slow_phase_delay(now, interval, interval / 2), interval) ||
+	    l->due_w.fd < 0 || pm_loop_add(s->loop, &l->due_w, EPOLLIN))
 		return -1;
 	return 0;
 }
@@ -276,6 +306,10 @@ void pm_slowlink_free(struct pm_step *s)
 	if (l->tick_w.fd >= 0) {
 		pm_loop_del(s->loop, &l->tick_w);
 		close(l->tick_w.fd);
+	}
+	if (l->judge_w.fd > 0) {
+		pm_loop_del(s->loop, &l->judge_w);
+		close(l->judge_w.fd);
 	}
 	if (l->due_w.fd > 0) {
 		pm_loop_del(s->loop, &l->due_w);

@@ -335,6 +335,24 @@ static void test_evict_boundary(void **state)
 	assert_int_equal(pm_slowevict_tick(&e), -1);
 }
 
+/* Every node's intervals on one wall-clock grid, the root's judgement half
+ * an interval after: nodes started at different times agree on when an
+ * interval ends. */
+static void test_phase_delay(void **state)
+{
+	(void)state;
+	assert_int_equal(pm_slow_phase_delay(10000, 5000, 0), 5000); /* on the line: the next */
+	assert_int_equal(pm_slow_phase_delay(10001, 5000, 0), 4999);
+	assert_int_equal(pm_slow_phase_delay(14999, 5000, 0), 1);
+	assert_int_equal(pm_slow_phase_delay(10000, 5000, 2500), 2500);
+	assert_int_equal(pm_slow_phase_delay(12600, 5000, 2500), 4900);
+	assert_int_equal(pm_slow_phase_delay(12499, 5000, 2500), 1);
+	/* Two nodes started 3.7 s apart tick at the same instants. */
+	assert_int_equal(1796338000123ull + pm_slow_phase_delay(1796338000123ull, 5000, 0),
+			 1796338003823ull + pm_slow_phase_delay(1796338003823ull, 5000, 0));
+	assert_int_equal(pm_slow_phase_delay(7, 0, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_tree_no_culprit),
 		cmocka_unit_test(test_root_incomplete),
 		cmocka_unit_test(test_evict_boundary),
+		cmocka_unit_test(test_phase_delay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
