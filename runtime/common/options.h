@@ -116,9 +116,13 @@ struct pm_site {
 #define PM_MAX_STACK_TIMEOUT_MS 600000
 #define PM_MAX_SPARES 100000
 /* Measured (bench/README.md, Slow nodes): 5 of 6 intervals of 5 s flag a
- * 1.5x node in 25 s with no false alarm in 1,000 half hours. */
+ * 1.5x node in 25 s with no false alarm in 1,000 half hours (synthetic
+ * noise). 40%, not 20%: on the shared test machine 1 unslowed run of 36
+ * was flagged at 20% and 30%, none at 40% (bench/slow-testbed, replayed);
+ * a node whose ranks compute 1.5x the others' still passes 1.4x.
+ * Dedicated nodes can use 20%. */
 #define PM_DEFAULT_SLOW_INTERVAL_MS 5000
-#define PM_DEFAULT_SLOW_THRESHOLD_PCT 20
+#define PM_DEFAULT_SLOW_THRESHOLD_PCT 40
 #define PM_MAX_TRIAL_RANKS 1000000
 /* Every link (tree and supervisors) says something at least every third
  * of this; a peer silent for this long is lost. A few seconds: far below

@@ -24,7 +24,8 @@
  * noisy never passes: the comparison is with the job's own median of each
  * interval, which moves with the noise. Fewer than half the nodes can be
  * found slow (the median must be a healthy node); with 1 or 2 nodes there
- * is no majority and nothing is judged. */
+ * is no majority and nothing is judged, nor is (COMPUTE) an interval in
+ * which fewer than 3 nodes have a value. */
 #ifndef PM_SLOW_H
 #define PM_SLOW_H
 

@@ -380,3 +380,47 @@ void pm_slowroot_reset_node(struct pm_slowroot *r, uint32_t node)
 	pm_slow_reset_node(&r->det, node);
 	memset(&r->n[node], 0, sizeof(r->n[node]));
 }
+
+int pm_slowevict_arm(struct pm_slowevict *e, uint32_t node, uint64_t step)
+{
+	if (e->armed)
+		return -1;
+	*e = (struct pm_slowevict){ .armed = true, .node = node, .step = step };
+	return 0;
+}
+
+static long fire(struct pm_slowevict *e)
+{
+	long node = e->node;
+
+	pm_slowevict_cancel(e);
+	return node;
+}
+
+long pm_slowevict_step(struct pm_slowevict *e, uint64_t step)
+{
+	return e->armed && step > e->step ? fire(e) : -1;
+}
+
+long pm_slowevict_tick(struct pm_slowevict *e)
+{
+	if (!e->armed)
+		return -1;
+	return ++e->ticks >= 2 ? fire(e) : -1;
+}
+
+void pm_slowevict_cancel(struct pm_slowevict *e)
+{
+	*e = (struct pm_slowevict){ 0 };
+}
+
+unsigned pm_slow_phase_delay(uint64_t now_ms, unsigned interval_ms, unsigned offset_ms)
+{
+	uint64_t at;
+
+	if (!interval_ms)
+		return 0;
+	offset_ms %= interval_ms;
+	at = now_ms % interval_ms;
+	return (unsigned)(at < offset_ms ? offset_ms - at : interval_ms - (at - offset_ms));
+}

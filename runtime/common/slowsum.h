@@ -129,4 +129,49 @@ size_t pm_slowroot_tick(struct pm_slowroot *r, const bool *active,
 /* A node evicted or replaced: its history starts over. */
 void pm_slowroot_reset_node(struct pm_slowroot *r, uint32_t node);
 
+/* Every node's interval on the same wall-clock grid: ms from now_ms
+ * (CLOCK_REALTIME) to the next instant t, t % interval_ms == offset_ms
+ * (offset_ms < interval_ms), from 1 to interval_ms. Each node's summaries
+ * cover [k*I, (k+1)*I) and the root judges at k*I + I/2, when its
+ * children's summaries of the interval have come up. With timers started
+ * whenever each procmgrd did, a node's summary could cover the interval
+ * before the others' (seen on the testbed: one node a whole interval
+ * behind), and a job's compute time that changes with the machine's load
+ * then looked like that node being slow or fast. */
+unsigned pm_slow_phase_delay(uint64_t now_ms, unsigned interval_ms, unsigned offset_ms);
+
+/* When a node found slow is evicted (--procmgr-evict-slow): at the next
+ * step boundary, not at the interval's tick, which falls anywhere in a
+ * step. A rank's heartbeat of a new step comes after its previous step's
+ * work and its save of procmgr's copy (examples/ddp_train.py), so the ranks
+ * stopped right after one lose no step; stopped mid-step they lose it and a
+ * save may be cut short. The root sees its own ranks' heartbeats as they
+ * come (the others' only at each interval), so the boundary is the first
+ * new step of the root's ranks after the verdict. The slow node is the last
+ * to reach each step: at that moment it is finishing the step the others
+ * finished, nothing later. If the root's ranks show no new step for two
+ * ticks (no step counter, a step longer than an interval) it is evicted at
+ * the second: a slow node is not kept for a boundary that may not come.
+ *
+ *   state \ event   verdict(node)       step(s > armed)   tick
+ *   IDLE            ARMED (step noted)  -                 -
+ *   ARMED           - (one at a time)   fire, IDLE        1st: stay; 2nd: fire, IDLE */
+struct pm_slowevict {
+	bool armed;
+	uint32_t node;
+	uint64_t step; /* the root's ranks' step at the verdict (+1), 0: none seen */
+	unsigned ticks;
+};
+
+/* A verdict to evict node; step: the root's ranks' last step + 1 (0: none
+ * seen yet). 0, or -1 when one is pending already (it goes first). */
+int pm_slowevict_arm(struct pm_slowevict *e, uint32_t node, uint64_t step);
+/* The root's rank reached step (its last + 1 as above): the node to evict
+ * now, or -1. */
+long pm_slowevict_step(struct pm_slowevict *e, uint64_t step);
+/* An interval's tick: the node to evict now, or -1. */
+long pm_slowevict_tick(struct pm_slowevict *e);
+/* A new generation or the job's end: nothing pending. */
+void pm_slowevict_cancel(struct pm_slowevict *e);
+
 #endif

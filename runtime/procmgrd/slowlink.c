@@ -2,12 +2,15 @@
  *
  * Every node: its supervisors' PM_MSG_RANK_STEP (a heartbeat's new step)
  * and its children's PM_MSG_SLOW summaries go into one pm_slownode; every
- * interval (--procmgr-slow) it sends one summary up. The root feeds its
+ * interval (--procmgr-slow), on a wall-clock grid common to all nodes
+ * (pm_slow_phase_delay), it sends one summary up; the root judges half an
+ * interval later. The root feeds its
  * own and its children's summaries to pm_slowroot and, at each interval
  * while the generation runs, acts on the changes of verdict: the `slow` and
  * `slow_cleared` events (metrics count them), a line on srun's stderr,
  * PM_MSG_SLOW down so that the node's status says SLOW, and with
- * --procmgr-evict-slow and a free spare, the node treated as lost. */
+ * --procmgr-evict-slow and a free spare, the node treated as lost at the
+ * next step boundary (common/slowsum.h, pm_slowevict). */
 #include "step.h"
 #include "gen_int.h"
 
@@ -31,6 +34,12 @@ struct pm_slowlink {
 	bool *active;
 	uint32_t expected;       /* the root: nodes that run ranks */
 	char state[64];          /* this node's verdict for status, "" none */
+	uint64_t root_step;      /* the root's own ranks' last step + 1, 0: none */
+	struct pm_slowevict evict; /* a slow node waiting for the step boundary */
+	char evict_why[PM_REPL_WHY];
+	struct pm_watch judge_w;   /* the root's judgement, half an interval after */
+	struct pm_watch due_w;     /* at once, out of the rank message's handler */
+	long due;                  /* the node due, -1 none */
 };
 
 static void emit_up(void *arg, const char *text)
@@ -81,6 +90,28 @@ static void tell_down(struct pm_step *s, const struct pm_slow_verdict *v, const 
 		snprintf(s->slow->state, sizeof(s->slow->state), "%s", m.status ? state : "");
 }
 
+/* The eviction decided at a verdict, now that the ranks are between steps:
+ * if it still can be (the generation runs, a spare is free, the node still
+ * runs ranks). */
+static void evict_now(struct pm_step *s, long node)
+{
+	struct pm_gen *g = &s->gen;
+	struct pm_slowlink *l = s->slow;
+
+	if (node < 0 || pm_gen_excluded(g, (int)node))
+		return; /* lost meanwhile: replaced as a lost node is */
+	if (g->phase != PM_PHASE_RUNNING || pm_gen_terminal(g))
+		return; /* the generation ended: its next starts without verdicts */
+	if (pm_gen_free_spare(g) < 0) {
+		pm_gen_tell(g, "procmgr: slow node %s was not replaced: no free spare any more",
+			    pm_gen_node_name(g, (int)node));
+		return;
+	}
+	pm_slowroot_reset_node(&l->root, (uint32_t)node);
+	pm_gen_lost(g, (int)node, l->evict_why);
+	pm_gen_progress(g);
+}
+
 static void verdict(struct pm_step *s, const struct pm_slow_verdict *v)
 {
 	struct pm_gen *g = &s->gen;
@@ -113,18 +144,17 @@ static void verdict(struct pm_step *s, const struct pm_slow_verdict *v)
 		pm_gen_tell(g, "procmgr: node %s is no longer slow: %s", name, line);
 		return;
 	}
+	/* One eviction at a time: a second slow node waits for the next
+	 * verdict (the first's may take the last spare). */
+	if (evict && pm_slowevict_arm(&s->slow->evict, v->node, s->slow->root_step) < 0)
+		evict = false;
 	pm_gen_tell(g, "procmgr: node %s is slow: %s%s", name, line,
-		    evict ? "; replacing it with a spare" :
-		    s->opts.evict_slow ? "; no spare to replace it, only reported" : "");
-	if (evict) {
-		char why[PM_REPL_WHY];
-		snprintf(why, sizeof(why), "slow: %s %.2f%s", ev,
+		    evict ? "; replacing it with a spare at the next step boundary" :
+		    s->opts.evict_slow ? "; no spare to replace it now, only reported" : "");
+	if (evict)
+		snprintf(s->slow->evict_why, sizeof(s->slow->evict_why), "slow: %s %.2f%s", ev,
 			 v->kind == PM_SLOW_COMPUTE ? v->ratio : v->ratio * 100,
 			 v->kind == PM_SLOW_COMPUTE ? "x the median" : "% of steps last");
-		pm_slowroot_reset_node(&s->slow->root, v->node);
-		pm_gen_lost(g, (int)v->node, why);
-		pm_gen_progress(g);
-	}
 }
 
 static void root_tick(struct pm_step *s)
@@ -140,8 +170,12 @@ static void root_tick(struct pm_step *s)
 		l->root_gen = s->gen.gen;
 		pm_slowroot_reset(&l->root);
 	}
-	if (s->gen.phase != PM_PHASE_RUNNING || pm_gen_terminal(&s->gen))
+	if (s->gen.phase != PM_PHASE_RUNNING || pm_gen_terminal(&s->gen)) {
+		pm_slowevict_cancel(&l->evict);
 		return;
+	}
+	/* No step boundary seen since the verdict: evicted now (slowsum.h). */
+	evict_now(s, pm_slowevict_tick(&l->evict));
 	nv = pm_slowroot_tick(&l->root, l->active, v, sizeof(v) / sizeof(v[0]));
 	if (s->opts.verbose) {
 		/* Each interval's samples in procmgrd's log: what a threshold is
@@ -164,6 +198,22 @@ static void root_tick(struct pm_step *s)
 		verdict(s, &v[k]);
 }
 
+/* The root's interval changes generation: steps of another do not compare,
+ * a pending eviction is for a generation that is gone. */
+static void root_gen_check(struct pm_step *s)
+{
+	struct pm_slowlink *l = s->slow;
+
+	l->expected = active_nodes(s);
+	if (l->root_gen != s->gen.gen) {
+		l->root_gen = s->gen.gen;
+		pm_slowroot_reset(&l->root);
+		pm_slowevict_cancel(&l->evict);
+		l->root_step = 0;
+	}
+}
+
+/* The interval's end on the wall-clock grid: every node's summary up. */
 static void on_tick(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_step *s = w->arg;
@@ -172,16 +222,36 @@ static void on_tick(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 
 	pm_timer_ack(w->fd);
-	if (s->gen.root && l->root_ok) {
-		l->expected = active_nodes(s);
-		if (l->root_gen != s->gen.gen) {
-			l->root_gen = s->gen.gen;
-			pm_slowroot_reset(&l->root);
-		}
-	}
+	if (s->gen.root && l->root_ok)
+		root_gen_check(s);
 	pm_slownode_flush(&l->node, PM_WIRE_TEXT_MAX + 1, emit_up, s);
-	if (s->gen.root)
-		root_tick(s);
+}
+
+/* Half an interval later: the root judges the interval whose summaries
+ * have come up by now. */
+static void on_judge(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)lp;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	if (!s->gen.root || !s->slow->root_ok)
+		return;
+	root_gen_check(s);
+	root_tick(s);
+}
+
+static void on_due(struct pm_loop *lp, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	long node = s->slow->due;
+	(void)lp;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	s->slow->due = -1;
+	evict_now(s, node);
 }
 
 int pm_slowlink_init(struct pm_step *s)
@@ -190,6 +260,7 @@ int pm_slowlink_init(struct pm_step *s)
 	struct pm_slowlink *l;
 	struct pm_slow_cfg cfg;
 	char err[160];
+	uint64_t now;
 
 	if (!interval)
 		return 0;
@@ -212,9 +283,16 @@ int pm_slowlink_init(struct pm_step *s)
 		pm_log(s, "slow-node detection is off: %s", err);
 	else
 		l->root_ok = true;
+	l->due = -1;
 	l->tick_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_tick, .arg = s };
+	l->judge_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_judge, .arg = s };
+	l->due_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_due, .arg = s };
+	now = (uint64_t)(pm_wall_s() * 1000);
 	if (l->tick_w.fd < 0 || pm_loop_add(s->loop, &l->tick_w, EPOLLIN) ||
-	    pm_timer_set(l->tick_w.fd, interval, interval))
+	    pm_timer_set(l->tick_w.fd, pm_slow_phase_delay(now, interval, 0), interval) ||
+	    l->judge_w.fd < 0 || pm_loop_add(s->loop, &l->judge_w, EPOLLIN) ||
+	    pm_timer_set(l->judge_w.fd, pm_slow_phase_delay(now, interval, interval / 2), interval) ||
+	    l->due_w.fd < 0 || pm_loop_add(s->loop, &l->due_w, EPOLLIN))
 		return -1;
 	return 0;
 }
@@ -228,6 +306,14 @@ void pm_slowlink_free(struct pm_step *s)
 	if (l->tick_w.fd >= 0) {
 		pm_loop_del(s->loop, &l->tick_w);
 		close(l->tick_w.fd);
+	}
+	if (l->judge_w.fd > 0) {
+		pm_loop_del(s->loop, &l->judge_w);
+		close(l->judge_w.fd);
+	}
+	if (l->due_w.fd > 0) {
+		pm_loop_del(s->loop, &l->due_w);
+		close(l->due_w.fd);
 	}
 	pm_slownode_free(&l->node);
 	if (l->root_ok)
@@ -250,7 +336,20 @@ void pm_slowlink_rank(struct pm_step *s, int lrank, const struct pm_msg *m)
 		pm_slownode_reset(&l->node);
 	}
 	pm_slownode_beat(&l->node, (unsigned)lrank, step, at, compute);
+	if (s->gen.root && l->root_ok && m->gen == s->gen.gen) {
+		/* The root's own rank between steps: a pending eviction's moment. */
+		if (step + 1 > l->root_step)
+			l->root_step = step + 1;
+		long node = pm_slowevict_step(&l->evict, step + 1);
+		/* Not from within the rank connection's handler: the eviction
+		 * stops this node's ranks too. */
+		if (node >= 0 && pm_timer_set(l->due_w.fd, 1, 0) == 0)
+			l->due = node;
+		else
+			evict_now(s, node);
+	}
 }
+
 
 int pm_slowlink_child(struct pm_step *s, const struct pm_msg *m)
 {

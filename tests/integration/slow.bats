@@ -137,7 +137,7 @@ show() {
 	unthrottle
 	show
 	[ "${rc:-0}" = 0 ]
-	grep -q "node ${P}2 is slow: .*; replacing it with a spare" "$W/out"
+	grep -q "node ${P}2 is slow: .*; replacing it with a spare at the next step boundary" "$W/out"
 	grep -q "lost node ${P}2 (slow: compute .*); its rank 1 move to spare ${P}4" "$W/out"
 	job=$(last_job)
 	events "$job" 0 | grep -q "\"event\":\"slow\",.*\"node\":\"${P}2\".*\"evicted\":true"

@@ -1371,7 +1371,7 @@ static void test_slow_opts(void **state)
 	opt_ok(&o, "slow", "on");
 	assert_int_equal(o.slow_interval_ms, PM_DEFAULT_SLOW_INTERVAL_MS);
 	assert_int_equal(o.slow_threshold_pct, PM_DEFAULT_SLOW_THRESHOLD_PCT);
-	fmt_is(&o, "procmgr slow=5,20%");
+	fmt_is(&o, "procmgr slow=5,40%");
 	opt_ok(&o, "slow", "1.5s,35%");
 	assert_int_equal(o.slow_interval_ms, 1500);
 	assert_int_equal(o.slow_threshold_pct, 35);

@@ -293,6 +293,35 @@ static void test_no_data_no_verdict(void **state)
 	pm_slow_free(&r.d);
 }
 
+/* Three nodes, one of them without data in every interval (a summary
+ * late, a rank still starting): the other two are no majority, and the
+ * slower of them is not judged against the faster. */
+static void test_two_of_three_not_judged(void **state)
+{
+	struct run r;
+	struct pm_slow_sample s[3];
+	(void)state;
+	run_init(&r, 3, NULL);
+	for (int t = 0; t < 30; t++) {
+		for (int i = 0; i < 3; i++)
+			s[i] = (struct pm_slow_sample){ .kind = PM_SLOW_COMPUTE, .steps = STEPS,
+							.compute_ms = i == 2 ? 200 : 100 };
+		s[t % 2].kind = PM_SLOW_NONE;
+		run_feed(&r, s, t);
+	}
+	assert_int_equal(r.nv, 0);
+	/* With all three, node 2 is found (the detector is not simply off). */
+	for (int t = 30; t < 40; t++) {
+		for (int i = 0; i < 3; i++)
+			s[i] = (struct pm_slow_sample){ .kind = PM_SLOW_COMPUTE, .steps = STEPS,
+							.compute_ms = i == 2 ? 200 : 100 };
+		run_feed(&r, s, t);
+	}
+	assert_int_equal(r.nv, 1);
+	assert_int_equal(r.flags[2], 1);
+	pm_slow_free(&r.d);
+}
+
 /* PHASE evidence: per-step arrivals merged up a tree. Node 3 arrives 8 ms
  * late at share `late` of the steps; the others within 0-5 ms of noise. */
 static void run_phase(struct run *r, uint32_t nodes, int intervals, double late)
@@ -475,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_thirty_percent_found_in_noise),
 		cmocka_unit_test(test_short_slowdown_not_flagged),
 		cmocka_unit_test(test_two_slow_nodes_flagged),
+		cmocka_unit_test(test_two_of_three_not_judged),
 		cmocka_unit_test(test_recovered_node_cleared_once),
 		cmocka_unit_test(test_no_flapping),
 		cmocka_unit_test(test_reset_node),

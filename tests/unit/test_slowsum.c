@@ -303,6 +303,56 @@ static void test_root_incomplete(void **state)
 	pm_slowroot_free(&r);
 }
 
+/* The eviction waits for the root's ranks' next step (a step boundary),
+ * or two ticks without one; one at a time. */
+static void test_evict_boundary(void **state)
+{
+	struct pm_slowevict e = { 0 };
+	(void)state;
+
+	assert_int_equal(pm_slowevict_step(&e, 5), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* Flagged while the root's rank is in step 10 (its last + 1 = 11). */
+	assert_int_equal(pm_slowevict_arm(&e, 3, 11), 0);
+	assert_int_equal(pm_slowevict_arm(&e, 4, 11), -1); /* the first goes first */
+	assert_int_equal(pm_slowevict_step(&e, 11), -1);   /* the same step again */
+	assert_int_equal(pm_slowevict_step(&e, 12), 3);    /* between steps 10 and 11 */
+	assert_int_equal(pm_slowevict_step(&e, 13), -1);   /* once */
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* No step boundary seen: the second tick evicts. */
+	assert_int_equal(pm_slowevict_arm(&e, 4, 13), 0);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	assert_int_equal(pm_slowevict_tick(&e), 4);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	/* No step seen before the verdict: the first one is the boundary. */
+	assert_int_equal(pm_slowevict_arm(&e, 2, 0), 0);
+	assert_int_equal(pm_slowevict_step(&e, 1), 2);
+	/* A new generation: nothing pending. */
+	assert_int_equal(pm_slowevict_arm(&e, 2, 7), 0);
+	pm_slowevict_cancel(&e);
+	assert_int_equal(pm_slowevict_step(&e, 100), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+	assert_int_equal(pm_slowevict_tick(&e), -1);
+}
+
+/* Every node's intervals on one wall-clock grid, the root's judgement half
+ * an interval after: nodes started at different times agree on when an
+ * interval ends. */
+static void test_phase_delay(void **state)
+{
+	(void)state;
+	assert_int_equal(pm_slow_phase_delay(10000, 5000, 0), 5000); /* on the line: the next */
+	assert_int_equal(pm_slow_phase_delay(10001, 5000, 0), 4999);
+	assert_int_equal(pm_slow_phase_delay(14999, 5000, 0), 1);
+	assert_int_equal(pm_slow_phase_delay(10000, 5000, 2500), 2500);
+	assert_int_equal(pm_slow_phase_delay(12600, 5000, 2500), 4900);
+	assert_int_equal(pm_slow_phase_delay(12499, 5000, 2500), 1);
+	/* Two nodes started 3.7 s apart tick at the same instants. */
+	assert_int_equal(1796338000123ull + pm_slow_phase_delay(1796338000123ull, 5000, 0),
+			 1796338003823ull + pm_slow_phase_delay(1796338003823ull, 5000, 0));
+	assert_int_equal(pm_slow_phase_delay(7, 0, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +365,8 @@ int main(void)
 		cmocka_unit_test(test_tree_compute),
 		cmocka_unit_test(test_tree_no_culprit),
 		cmocka_unit_test(test_root_incomplete),
+		cmocka_unit_test(test_evict_boundary),
+		cmocka_unit_test(test_phase_delay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
