@@ -1,0 +1,774 @@
+/* procmgrd's step around its links, in-process (stepnet.c, munge faked by
+ * fake_auth.c): the tree port's door under a flood (gate.c), the step's
+ * lifecycle and event log (transport.c: restart delay, stop deadline,
+ * lingering for late children, Slurm's SIGTERM, a log that cannot be
+ * written), the supervisors' links when one goes silent or misbehaves
+ * (rank_link.c: its command's group and the supervisor killed for real),
+ * and a re-attach that meets a busy and a silent candidate (attach.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/handshake.h"
+#include "common/tree.h"
+#include "io/auth.h"
+#include "io/statesrv.h"
+#include "io/sys.h"
+#include "procmgrd/query.h"
+#include "procmgrd/step.h"
+#include "pump.h"
+#include "stepnet.h"
+
+static int want;
+
+static bool npending_is(void *arg)
+{
+	return ((struct tnode *)arg)->s.npending == want;
+}
+
+/* Whether the other end closed fd (EOF), without waiting. */
+static bool fd_closed(int fd)
+{
+	char b[64];
+	ssize_t n;
+
+	while ((n = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+static bool fd_closed_p(void *arg)
+{
+	return fd_closed(*(int *)arg);
+}
+
+static bool rank0_gone(void *arg)
+{
+	return ((struct tnode *)arg)->s.ranks[0] == NULL;
+}
+
+static bool rank0_in(void *arg)
+{
+	return ((struct tnode *)arg)->s.ranks[0] != NULL;
+}
+
+/* ---- the door (gate.c) ---- */
+
+/* Strangers (not a node of the step) share PM_GATE_EXTRA places: the next
+ * one is told busy and closed; past PM_GATE_LOG_BURST refusals they are
+ * counted, not logged; the silent ones are closed at the hello deadline. */
+static void test_gate_flood(void **state)
+{
+	struct tnode *root;
+	int fds[PM_GATE_EXTRA], i;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, true);
+	for (i = 0; i < PM_GATE_EXTRA; i++) {
+		fds[i] = dial("127.0.0.9", "127.0.0.1");
+		want = i + 1;
+		assert_true(pm_pump(&loop, npending_is, root, 5000));
+	}
+	for (i = 0; i < PM_GATE_LOG_BURST + 2; i++) {
+		struct peer p;
+		peer_open(&p, dial("127.0.0.9", "127.0.0.1"));
+		assert_true(pm_pump(&loop, peer_closed, &p, 5000));
+		assert_int_equal(p.n, 1);
+		assert_int_equal(p.got[0].type, PM_MSG_REFUSED);
+		assert_non_null(strstr(p.got[0].text, "busy"));
+	}
+	assert_int_equal(root->s.npending, PM_GATE_EXTRA);
+	assert_int_equal(root->s.refused_logged, PM_GATE_LOG_BURST);
+	assert_int_equal(root->s.refused_more, 2);
+	/* None says hello: each is closed at the deadline. */
+	want = 0;
+	assert_true(pm_pump(&loop, npending_is, root, 5 * PM_GATE_HELLO_MS));
+	for (i = 0; i < PM_GATE_EXTRA; i++) {
+		assert_true(pm_pump(&loop, fd_closed_p, &fds[i], 5000));
+		close(fds[i]);
+	}
+	assert_false(pm_gen_terminal(&root->s.gen));
+}
+
+/* A step node's address has room of its own; full, its oldest silent
+ * connection makes way for the newest (a procmgrd says HELLO at once). */
+static void test_gate_make_way(void **state)
+{
+	struct tnode *root;
+	int fds[PM_GATE_NODE_ROOM + 1], i;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, true); /* node 1 is 127.0.0.2 */
+	for (i = 0; i < PM_GATE_NODE_ROOM; i++) {
+		fds[i] = dial("127.0.0.2", "127.0.0.1");
+		want = i + 1;
+		assert_true(pm_pump(&loop, npending_is, root, 5000));
+	}
+	fds[i] = dial("127.0.0.2", "127.0.0.1");
+	assert_true(pm_pump(&loop, fd_closed_p, &fds[0], 5000));
+	assert_int_equal(root->s.npending, PM_GATE_NODE_ROOM);
+	for (i = 1; i <= PM_GATE_NODE_ROOM; i++)
+		assert_false(fd_closed(fds[i]));
+	for (i = 0; i <= PM_GATE_NODE_ROOM; i++)
+		close(fds[i]);
+}
+
+static bool accepting(void *arg)
+{
+	return !((struct tnode *)arg)->s.accept_paused;
+}
+
+/* Out of descriptors: the port is not watched for a tick, then again. */
+static void test_gate_pause(void **state)
+{
+	struct tnode *root;
+	unsigned logged;
+	int fd;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, true);
+	logged = root->s.refused_logged;
+	pm_gate_pause(&root->s, EMFILE);
+	assert_true(root->s.accept_paused);
+	assert_int_equal(root->s.refused_logged, logged + 1);
+	pm_gate_pause(&root->s, EMFILE); /* once */
+	assert_int_equal(root->s.refused_logged, logged + 1);
+	assert_true(pm_pump(&loop, accepting, root, 5000));
+	fd = dial("127.0.0.2", "127.0.0.1");
+	want = 1;
+	assert_true(pm_pump(&loop, npending_is, root, 5000));
+	close(fd);
+}
+
+/* Credentials from strangers are decoded at a bounded rate: a burst of
+ * hellos past it is told busy, undecoded (tree_link.c asks gate.c). */
+static void test_gate_credential_rate(void **state)
+{
+	int i, busy = 0, other = 0;
+	(void)state;
+
+	node_up(0, 2, 2, 1, 0, 0, true);
+	for (i = 0; i < 3 * PM_GATE_CRED_BURST; i++) {
+		struct peer p;
+		peer_open(&p, dial("127.0.0.9", "127.0.0.1"));
+		hello(&p, JOB + 1, 1, 0, 1);
+		assert_true(pm_pump(&loop, peer_closed, &p, 5000));
+		assert_int_equal(p.got[0].type, PM_MSG_REFUSED);
+		if (strstr(p.got[0].text, "busy: too many hellos"))
+			busy++;
+		else if (strstr(p.got[0].text, "another job"))
+			other++;
+	}
+	assert_true(busy > 0);
+	assert_true(other >= PM_GATE_CRED_BURST); /* the burst was decoded */
+	assert_int_equal(busy + other, 3 * PM_GATE_CRED_BURST);
+}
+
+/* ---- the step's event log and lifecycle (transport.c) ---- */
+
+static char tmpdir[64];
+
+static void mktmp(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pm-test-step-XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+}
+
+static void rmtmp(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[16384];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void set_text(struct pm_msg *m, int type, const char *text)
+{
+	pm_msg_init(m, type);
+	pm_msg_set_text(m, text);
+}
+
+/* The root writes saves and restores to the event log (its own and those
+ * a child relays), and only those names; other nodes send them up. */
+static void test_state_events(void **state)
+{
+	struct tnode *root, *child;
+	struct pm_state_note n = { .did = PM_STATE_DID_LOAD, .name = "model", .version = 4,
+				   .size = 1000, .step = 25, .age_ms = 7, .lost_steps = 3 };
+	struct pm_msg m;
+	char *log;
+	(void)state;
+
+	mktmp();
+	root = node_up(0, 2, 2, 1, 0, 0, false);
+	snprintf(root->s.events_path, sizeof(root->s.events_path), "%s/s.events.jsonl", tmpdir);
+	pm_step_ops.became_root(&root->s); /* opens the log */
+	assert_true(root->s.events.opened);
+	pm_step_state_event(&root->s, "state_restored", 0, &n);
+	set_text(&m, PM_MSG_EVENT, "state_saved \"rank\":1,\"name\":\"opt\",\"version\":9");
+	pm_step_event_msg(&root->s, &m);
+	set_text(&m, PM_MSG_EVENT, "state_restored \"rank\":1,\"train_step\":30,\"lost_steps\":2");
+	pm_step_event_msg(&root->s, &m);
+	set_text(&m, PM_MSG_EVENT, "finish \"gen\":0"); /* not a name a child sends */
+	pm_step_event_msg(&root->s, &m);
+	set_text(&m, PM_MSG_EVENT, "nospace");
+	pm_step_event_msg(&root->s, &m);
+	log = slurp(root->s.events_path);
+	assert_non_null(log);
+	assert_non_null(strstr(log, "\"event\":\"state_restored\",\"rank\":0,\"node\":\"127.0.0.1\","
+				    "\"name\":\"model\",\"version\":4,\"bytes\":1000,\"train_step\":25,"
+				    "\"age_ms\":7,\"lost_steps\":3"));
+	assert_non_null(strstr(log, "\"event\":\"state_saved\",\"rank\":1,\"name\":\"opt\""));
+	assert_non_null(strstr(log, "\"train_step\":30,\"lost_steps\":2"));
+	assert_null(strstr(log, "finish"));
+	assert_null(strstr(log, "nospace"));
+	/* A node that is not the root: up the tree (queued until its parent
+	 * accepted it). */
+	child = node_up(1, 2, 2, 1, 0, 0, false);
+	n.did = PM_STATE_DID_SAVE;
+	pm_step_state_event(&child->s, "state_saved", 1, &n);
+	set_text(&m, PM_MSG_EVENT, "state_saved \"rank\":3");
+	pm_step_event_msg(&child->s, &m);
+	assert_int_equal(child->s.upq_len, 2);
+	assert_int_equal(child->s.upq[0].type, PM_MSG_EVENT);
+	assert_non_null(strstr(child->s.upq[0].text, "state_saved \"rank\":1,\"node\":\"127.0.0.2\""));
+	assert_null(strstr(child->s.upq[0].text, "lost_steps"));
+	assert_string_equal(child->s.upq[1].text, "state_saved \"rank\":3");
+	rmtmp();
+}
+
+/* The lost nodes for the job script: STEP.exclude beside the log, one
+ * line, replaced whole; nothing when there is no log path. */
+static void test_avoid_file(void **state)
+{
+	struct tnode *root;
+	char path[PATH_MAX], *got;
+	(void)state;
+
+	mktmp();
+	root = node_up(0, 1, 2, 1, 0, 0, false);
+	pm_step_ops.avoid(&root->s, "cnode1", "lost");
+	snprintf(root->s.events_path, sizeof(root->s.events_path), "%s/77.3.events.jsonl", tmpdir);
+	pm_step_ops.avoid(&root->s, "cnode1", "lost");
+	pm_step_ops.avoid(&root->s, "cnode1,cnode3", "lost");
+	snprintf(path, sizeof(path), "%s/77.3.exclude", tmpdir);
+	got = slurp(path);
+	assert_non_null(got);
+	assert_string_equal(got, "cnode1,cnode3\n");
+	/* Its directory gone: said in the log, nothing left behind. */
+	rmtmp();
+	pm_step_ops.avoid(&root->s, "cnode2", "lost");
+	assert_null(slurp(path));
+}
+
+static bool got_type(struct peer *p, int type)
+{
+	int i;
+
+	for (i = 0; i < p->n && i < 16; i++)
+		if (p->got[i].type == type)
+			return true;
+	return false;
+}
+
+static bool got_print(void *arg)
+{
+	return got_type(arg, PM_MSG_PRINT);
+}
+
+/* The event log cannot be written: said once, to rank 0's supervisor as
+ * soon as it is there (srun's stderr). */
+static void test_events_lost(void **state)
+{
+	struct tnode *root;
+	struct peer r0;
+	struct pm_msg m;
+	(void)state;
+
+	root = node_up(0, 1, 2, 1, 0, 0, false);
+	assert_int_equal(pm_events_open(&root->s.events, "/dev/full", JOB, STEP), 0);
+	set_text(&m, PM_MSG_EVENT, "state_saved \"rank\":0");
+	pm_step_event_msg(&root->s, &m);
+	assert_true(root->s.events_untold);
+	assert_int_equal(root->s.events_errno, ENOSPC);
+	pm_step_event_msg(&root->s, &m); /* the second loss is not said again */
+	assert_int_equal(root->s.events.lost, 2);
+	rank_pair(root, &r0);
+	rank_hello(&r0, 0, 0);
+	assert_true(pm_pump(&loop, got_print, &r0, 5000));
+	assert_false(root->s.events_untold);
+	assert_non_null(strstr(r0.got[0].text, "event log cannot be written"));
+	assert_non_null(strstr(r0.got[0].text, "No space left"));
+	peer_free(&r0);
+}
+
+static void quick_restart(struct pm_step *s)
+{
+	s->opts.restart = PM_RESTART_ON_FAILURE;
+	s->opts.restart_max = 2;
+	s->opts.restart_delay_ms = 30;
+}
+
+static void rank_says(struct peer *p, int type, unsigned gen, int status)
+{
+	struct pm_msg m;
+
+	pm_msg_init(&m, type);
+	m.gen = gen;
+	m.status = status;
+	assert_int_equal(pm_conn_send(p->c, &m), 0);
+}
+
+static bool got_start_gen1(void *arg)
+{
+	struct peer *p = arg;
+	int i;
+
+	for (i = 0; i < p->n && i < 16; i++)
+		if (p->got[i].type == PM_MSG_START && p->got[i].gen == 1)
+			return true;
+	return false;
+}
+
+/* A failure with a restart delay: the delay's timer starts generation 1. */
+static void test_restart_delay(void **state)
+{
+	struct tnode *t;
+	struct peer r0;
+	(void)state;
+
+	node_tweak = quick_restart;
+	t = node_up(0, 1, 2, 1, 0, 0, false);
+	rank_pair(t, &r0);
+	rank_hello(&r0, 0, 0);
+	pm_gen_local_ready(&t->s.gen);
+	rank_says(&r0, PM_MSG_RANK_RUN, 0, 0);
+	rank_says(&r0, PM_MSG_RANK_EXIT, 0, 1);
+	assert_true(pm_pump(&loop, got_start_gen1, &r0, 5000));
+	assert_int_equal(t->s.gen.gen, 1);
+	assert_int_equal(t->s.gen.restarts, 1);
+	peer_free(&r0);
+}
+
+static void short_grace(struct pm_step *s)
+{
+	s->opts.grace_ms = 0; /* the stop's bound: 2 s */
+}
+
+static void short_grace_restart(struct pm_step *s)
+{
+	quick_restart(s);
+	short_grace(s);
+}
+
+static bool terminal(void *arg)
+{
+	return pm_gen_terminal(&((struct tnode *)arg)->s.gen);
+}
+
+static bool ranks_in(void *arg)
+{
+	struct tnode *t = arg;
+	return t->s.ranks[0] && t->s.ranks[1];
+}
+
+static bool got_start(void *arg)
+{
+	return got_type(arg, PM_MSG_START);
+}
+
+/* One rank fails and the generation is stopped for a restart, but the
+ * other's supervisor never reports its stop: the stop deadline makes the
+ * node lost, and a one-node step ends. */
+static void test_stop_deadline(void **state)
+{
+	struct tnode *t;
+	struct peer r0, r1;
+	(void)state;
+
+	node_tweak = short_grace_restart;
+	t = node_up(0, 1, 2, 2, 0, 0, false);
+	rank_pair(t, &r0);
+	rank_hello(&r0, 0, 0);
+	rank_pair(t, &r1);
+	rank_hello(&r1, 1, 1);
+	assert_true(pm_pump(&loop, ranks_in, t, 5000));
+	pm_gen_local_ready(&t->s.gen);
+	assert_true(pm_pump(&loop, got_start, &r1, 5000));
+	rank_says(&r0, PM_MSG_RANK_RUN, 0, 0);
+	rank_says(&r1, PM_MSG_RANK_RUN, 0, 0);
+	rank_says(&r0, PM_MSG_RANK_EXIT, 0, 3);
+	assert_true(pm_pump(&loop, terminal, t, 10000));
+	assert_true(got_type(&r1, PM_MSG_STOP));
+	assert_true(t->s.gen.ranks[1].stop_pending);
+	peer_free(&r0);
+	peer_free(&r1);
+}
+
+static bool lingered(void *arg)
+{
+	return ((struct tnode *)arg)->s.lingered;
+}
+
+/* Slurm's SIGTERM before the end cancels the step; once ended, the root
+ * lingers for a child that has not joined (to tell it the end), then
+ * leaves without it. */
+static void test_terminate_and_linger(void **state)
+{
+	struct tnode *root;
+	struct peer r0;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, false);
+	rank_pair(root, &r0);
+	rank_hello(&r0, 0, 0);
+	assert_true(pm_pump(&loop, rank0_in, root, 5000));
+	pm_step_terminate(&root->s);
+	assert_true(root->s.cancelled);
+	assert_true(pm_gen_terminal(&root->s.gen));
+	assert_false(root->s.lingering);
+	peer_free(&r0); /* its supervisor leaves: over here, node 1 never told */
+	assert_true(pm_pump(&loop, rank0_gone, root, 5000));
+	assert_false(pm_step_over(&root->s));
+	assert_true(root->s.lingering);
+	pm_step_terminate(&root->s); /* again: still lingering, not cancelled twice */
+	assert_true(root->s.lingering);
+	assert_true(pm_pump(&loop, lingered, root, 5 * PM_LINGER_MS));
+	assert_true(pm_step_over(&root->s));
+}
+
+static bool root_saw_child(void *arg)
+{
+	return ((struct tnode *)arg)->s.nseen == 1;
+}
+
+/* A child that joins while the ended root lingers is told the end, and
+ * the root leaves then, before the linger's deadline. */
+static void test_linger_child_joins(void **state)
+{
+	struct tnode *root, *child;
+	struct peer r0;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, true);
+	child = node_up(1, 2, 2, 1, 0, 0, false);
+	root->s.wait_term = true; /* leaves only on SIGTERM */
+	rank_pair(root, &r0);
+	rank_hello(&r0, 0, 0);
+	assert_true(pm_pump(&loop, rank0_in, root, 5000));
+	pm_step_terminate(&root->s);
+	peer_free(&r0);
+	assert_true(pm_pump(&loop, rank0_gone, root, 5000));
+	assert_false(pm_step_over(&root->s));
+	assert_true(root->s.lingering);
+	attach_to_parent(child);
+	assert_true(pm_pump(&loop, root_saw_child, root, 5000));
+	assert_true(pm_pump(&loop, terminal, child, 5000));
+	assert_false(root->s.lingered);
+	assert_true(pm_step_over(&root->s));
+}
+
+/* ---- the supervisors' links (rank_link.c) ---- */
+
+static pid_t sleeper(bool own_group)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (own_group)
+			setpgid(0, 0);
+		for (;;)
+			pause();
+	}
+	if (own_group)
+		setpgid(pid, pid);
+	return pid;
+}
+
+static void assert_killed(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+/* A supervisor that stops answering is lost after the peer timeout: its
+ * command's process group is killed, and the supervisor itself through
+ * its pidfd (here two real processes stand for them). */
+static void test_silent_supervisor_killed(void **state)
+{
+	struct tnode *t;
+	struct peer r0;
+	pid_t cmd, sup;
+	(void)state;
+
+	t = node_up(0, 1, 2, 1, 0, 300, false);
+	rank_pair(t, &r0);
+	rank_hello(&r0, 0, 0);
+	assert_true(pm_pump(&loop, rank0_in, t, 5000));
+	pm_gen_local_ready(&t->s.gen);
+	cmd = sleeper(true);
+	sup = sleeper(false);
+	rank_says(&r0, PM_MSG_RANK_RUN, 0, (int)cmd);
+	assert_true(pm_pump(&loop, NULL, NULL, 20));
+	assert_int_equal(t->s.cmd_pgid[0], cmd);
+	/* The link's supervisor is this process (SO_PEERCRED): stand-in. */
+	if (t->s.sup_pidfd[0] >= 0)
+		close(t->s.sup_pidfd[0]);
+	t->s.sup_pidfd[0] = pm_pidfd_open(sup);
+	assert_true(t->s.sup_pidfd[0] >= 0);
+	pm_loop_del(&loop, &r0.c->w); /* silent from now on */
+	assert_true(pm_pump(&loop, rank0_gone, t, 5000));
+	assert_killed(cmd);
+	assert_killed(sup);
+	assert_int_equal(t->s.cmd_pgid[0], 0);
+	pm_conn_free(r0.c);
+	r0.c = NULL;
+}
+
+/* After its hello a supervisor says something the machine does not take:
+ * dropped. A second supervisor for a rank whose first one is gone:
+ * dropped too. */
+static void test_rank_misbehaves(void **state)
+{
+	struct tnode *t;
+	struct peer r0, r1, again;
+	(void)state;
+
+	t = node_up(0, 1, 2, 2, 0, 0, false);
+	rank_pair(t, &r0);
+	rank_hello(&r0, 0, 0);
+	rank_pair(t, &r1);
+	rank_hello(&r1, 1, 1);
+	assert_true(pm_pump(&loop, rank0_in, t, 5000));
+	rank_says(&r1, PM_MSG_HELLO, 0, 0);
+	assert_true(pm_pump(&loop, peer_closed, &r1, 5000));
+	assert_null(t->s.ranks[1]);
+	t->s.cmd_pgid[0] = 0;
+	peer_free(&r0);
+	assert_true(pm_pump(&loop, rank0_gone, t, 5000));
+	rank_pair(t, &again);
+	rank_hello(&again, 0, 0);
+	assert_true(pm_pump(&loop, peer_closed, &again, 5000));
+	assert_null(t->s.ranks[0]);
+}
+
+/* Only the job's user (and root) may connect to the supervisors' socket:
+ * another user's connection is closed. As root, a child that became
+ * nobody connects (SO_PEERCRED is real); otherwise the job's uid is
+ * made another's. */
+static void test_rank_other_user(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t salen;
+	struct tnode *t;
+	int sv[2], lfd, st;
+	pid_t pid;
+	(void)state;
+
+	t = node_up(0, 1, 2, 1, 0, 0, false);
+	if (getuid() != 0) {
+		t->s.uid = getuid() + 1;
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		pm_step_rank_conn(&t->s, sv[0]);
+		assert_true(pm_pump(&loop, fd_closed_p, &sv[1], 5000));
+		close(sv[1]);
+		return;
+	}
+	/* An abstract socket: nothing in the file system for nobody to reach. */
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "pm-test-step-%d", (int)getpid());
+	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sa.sun_path + 1));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, salen), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char b;
+		int fd;
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen))
+			_exit(3);
+		_exit(read(fd, &b, 1) == 0 ? 0 : 4); /* closed unanswered */
+	}
+	sv[0] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(sv[0] >= 0);
+	pm_step_rank_conn(&t->s, sv[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_null(t->s.ranks[0]);
+	close(lfd);
+}
+
+/* ---- re-attach rounds (attach.c) ---- */
+
+/* A stand-in for node 0 that answers hellos its own way: the first one
+ * "busy", the others not at all. */
+struct fake_root {
+	struct pm_watch lw;
+	struct pm_conn *conns[8];
+	int nconns, hellos;
+};
+
+static void fake_root_msg(struct pm_conn *c, const struct pm_msg *m)
+{
+	struct fake_root *f = c->w.arg;
+	struct pm_msg out;
+
+	if (m->type != PM_MSG_HELLO)
+		return;
+	if (f->hellos++ == 0) {
+		set_text(&out, PM_MSG_REFUSED, "busy: too many connections; try again");
+		assert_int_equal(pm_conn_send(c, &out), 0);
+	}
+}
+
+static void fake_root_close(struct pm_conn *c, const char *why)
+{
+	struct fake_root *f = c->w.arg;
+	int i;
+	(void)why;
+
+	for (i = 0; i < f->nconns; i++)
+		if (f->conns[i] == c)
+			f->conns[i] = NULL;
+	pm_conn_free(c);
+}
+
+static void fake_root_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct fake_root *f = w->arg;
+	int fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
+	(void)ev;
+
+	if (fd >= 0 && f->nconns < 8)
+		f->conns[f->nconns++] = pm_conn_new(l, fd, fake_root_msg, fake_root_close, f);
+	else if (fd >= 0)
+		close(fd);
+}
+
+/* A parent that proves itself (the WELCOME for the child's nonce). */
+static void welcome_child(struct peer *p, struct tnode *child)
+{
+	struct pm_hs h = { .kind = PM_HS_WELCOME, .job = JOB, .step = STEP,
+			   .from = child->s.parent_node, .to = child->s.node };
+	char payload[PM_HS_MAX], err[128], *cred = NULL;
+	struct pm_msg m;
+
+	snprintf(h.nonce, sizeof(h.nonce), "%s", child->s.nonce);
+	assert_int_equal(pm_hs_format(&h, payload, sizeof(payload)), 0);
+	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
+	set_text(&m, PM_MSG_WELCOME, cred);
+	free(cred);
+	assert_int_equal(pm_conn_send(p->c, &m), 0);
+}
+
+static bool parent_ok(void *arg)
+{
+	return ((struct tnode *)arg)->s.parent_ok;
+}
+
+static bool left(void *arg)
+{
+	struct tnode *t = arg;
+	return !t->s.attach.active && pm_gen_terminal(&t->s.gen);
+}
+
+/* Node 3's parent (node 1) is lost; the candidates are node 0 and node 2.
+ * Node 0 says busy, node 2 is not there: after a pause, a second round;
+ * node 0 is silent this time (the attach deadline), node 2 still not
+ * there: node 3 ends its part. */
+static void test_reattach_busy_then_silent(void **state)
+{
+	struct fake_root f = { 0 };
+	struct tnode *n3;
+	struct peer parent;
+	int lfd1, fd = -1, i;
+	(void)state;
+
+	node_tweak = short_grace;
+	port = 0;
+	lfd1 = listen_on("127.0.0.2", &port);
+	f.lw = (struct pm_watch){ .fd = listen_on("127.0.0.1", &port), .fn = fake_root_accept,
+				  .arg = &f };
+	assert_int_equal(pm_loop_add(&loop, &f.lw, EPOLLIN), 0);
+	n3 = node_up(3, 4, 2, 1, 1, 0, false);
+	assert_int_equal(n3->s.parent_node, 1);
+	attach_to_parent(n3);
+	for (i = 0; i < 1000 && fd < 0; i++) {
+		fd = accept4(lfd1, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			pm_pump(&loop, NULL, NULL, 2);
+	}
+	assert_true(fd >= 0);
+	peer_open(&parent, fd);
+	welcome_child(&parent, n3);
+	assert_true(pm_pump(&loop, parent_ok, n3, 5000));
+	peer_free(&parent);
+	assert_true(pm_pump(&loop, left, n3, 15000));
+	assert_int_equal(f.hellos, 2); /* asked again after the busy round */
+	assert_false(n3->s.parent_ok);
+	assert_null(n3->s.parent);
+	assert_int_equal(n3->s.attach.fd, -1);
+	for (i = 0; i < f.nconns; i++)
+		if (f.conns[i])
+			pm_conn_free(f.conns[i]);
+	pm_loop_del(&loop, &f.lw);
+	close(f.lw.fd);
+	close(lfd1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_gate_flood, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_make_way, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_pause, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_credential_rate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_avoid_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_delay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminate_and_linger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_linger_child_joins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_silent_supervisor_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rank_misbehaves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rank_other_user, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reattach_busy_then_silent, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
