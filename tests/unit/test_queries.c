@@ -314,7 +314,7 @@ static void fake_gdb(void)
 	assert_non_null(f);
 	fprintf(f, "#!/bin/sh\n"
 		   "while [ $# -gt 0 ] && [ \"$1\" != -p ]; do shift; done\n"
-		   "if [ -e %s/hang ]; then exec sleep 1000; fi\n"
+		   "if [ -e %s/hang ]; then exec /bin/sleep 1000; fi\n"
 		   "if [ -e %s/fail ]; then echo 'ptrace: Operation not permitted.'; exit 1; fi\n"
 		   "echo \"Thread 1 (Thread 0x7f (LWP $2)):\"\n"
 		   "echo \"#0  0x0000 in work_$2 (n=1) at train.c:42\"\n"
