@@ -264,6 +264,12 @@ int pm_gate_init(struct pm_step *s)
 
 void pm_gate_free(struct pm_step *s)
 {
+	int i;
+
+	/* Connections still without HELLO are the door's alone. */
+	for (i = 0; i < s->npending; i++)
+		pm_conn_free(s->pending[i].c);
+	s->npending = 0;
 	if (s->gate_w.fd >= 0)
 		close(s->gate_w.fd);
 	free(s->pending);

@@ -21,6 +21,7 @@
 
 struct pm_loop loop;
 unsigned port;
+void (*node_tweak)(struct pm_step *s);
 
 
 struct tnode nodes[MAXN];
@@ -80,6 +81,8 @@ struct tnode *node_up(int id, int nnodes, int fanout, int ntasks_local,
 	if (spares)
 		s->opts.restart = PM_RESTART_ON_FAILURE, s->opts.restart_max = 3;
 	s->peer_timeout_ms = peer_timeout_ms;
+	if (node_tweak)
+		node_tweak(s);
 	assert_int_equal(pm_step_init(s), 0);
 	s->parent_node = pm_tree_parent(id, fanout);
 	assert_int_equal(pm_attach_init(s), 0);
@@ -140,6 +143,7 @@ int setup(void **state)
 	(void)state;
 	memset(nodes, 0, sizeof(nodes));
 	port = 0;
+	node_tweak = NULL;
 	pm_fake_auth_uid = -1;
 	pm_fake_auth_fail = 0;
 	return pm_loop_init(&loop);

@@ -39,6 +39,9 @@ struct peer {
 };
 
 extern struct pm_loop loop;
+/* Called by node_up on the step before pm_step_init (options the test
+ * sets: grace, restart delay...); NULL by default, reset by setup. */
+extern void (*node_tweak)(struct pm_step *s);
 extern unsigned port; /* every node's tree port */
 extern struct tnode nodes[MAXN];
 
