@@ -396,6 +396,19 @@ static action *const actions[PM_RS_NSTATES][PM_RE_NEVENTS] = {
 };
 /* clang-format on */
 
+/* procmgrd shows whether a standby waits and measures what it holds
+ * (procmgr status): told each change of the standby's state or pid, once
+ * it is ours to tell (not after we ended). */
+static void tell_standby(struct pm_rank_m *m)
+{
+	if (m->cfg.warm == PM_RW_OFF || m->state == PM_RS_DONE ||
+	    (m->sb_told == m->sb_state && m->sb_told_pid == m->sb))
+		return;
+	m->sb_told = m->sb_state;
+	m->sb_told_pid = m->sb;
+	send(m, PM_MSG_RANK_STANDBY, (int)m->sb, (unsigned)m->sb_state, NULL);
+}
+
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,
 		    const struct pm_rank_ops *ops, void *ctx, int grank)
 {
@@ -415,6 +428,7 @@ void pm_rank_m_event(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	if ((unsigned)ev->type >= PM_RE_NEVENTS || (unsigned)m->state >= PM_RS_NSTATES)
 		return;
 	actions[m->state][ev->type](m, ev);
+	tell_standby(m);
 }
 
 void pm_rank_m_post(struct pm_rank_m *m, enum pm_rank_event type)

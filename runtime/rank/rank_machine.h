@@ -56,9 +56,10 @@ enum pm_rank_timer { PM_RT_GRACE, PM_RT_HANG };
 /* The next generation's process, started ahead of time (--procmgr-warm):
  * a second, smaller machine beside the command's state. */
 enum pm_rank_sb {
-	PM_SB_NONE,    /* none: warm is off, not earned yet, or it was used or lost */
-	PM_SB_WARMING, /* started, its start-up not done */
-	PM_SB_READY,   /* said ready: the next START hands it the generation */
+	PM_SB_NONE = 0,    /* none: warm is off, not earned yet, or it was used or lost */
+	PM_SB_WARMING = 1, /* started, its start-up not done */
+	PM_SB_READY = 2,   /* said ready: the next START hands it the generation */
+	/* (the values travel in PM_MSG_RANK_STANDBY's count) */
 };
 
 enum pm_rank_warm { PM_RW_OFF, PM_RW_CONTRACT, PM_RW_PYTHON };
@@ -125,6 +126,8 @@ struct pm_rank_m {
 	bool said_never;     /* "never said ready" was said */
 	int sb_lost;         /* the last standby's wait status when it ended unasked; -1 */
 	bool warm_start;     /* this generation was a standby */
+	enum pm_rank_sb sb_told; /* what procmgrd was told last (RANK_STANDBY) */
+	pid_t sb_told_pid;
 };
 
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,
