@@ -131,8 +131,8 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		pm_trials_st_print(stdout, &a->trials);
 		goto nodes;
 	}
-	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %-8s%s\n", "RANK", "LOCAL", "NODE", "PID",
-	       "STATE", "GEN", "BEAT", "CPU", "RSS", warm ? " STANDBY" : "");
+	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %-*s%s\n", "RANK", "LOCAL", "NODE", "PID",
+	       "STATE", "GEN", "BEAT", "CPU", warm ? 8 : 0, "RSS", warm ? " STANDBY" : "");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
 		char rank[16], pid[16];
@@ -149,12 +149,13 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 			snprintf(sb, sizeof(sb), " %s%s%s", r->standby, r->standby_kb >= 0 ? " " : "",
 				 r->standby_kb >= 0 ? sbkb : "");
 		}
-		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %-8s%s\n", rank, r->local,
-		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss, sb);
+		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %-*s%s\n", rank, r->local,
+		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, warm ? 8 : 0, rss,
+		       sb);
 	}
 nodes:
-	printf("%-6s %-16s %-9s %-4s %-5s %-7s %-12s%s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
-	       "HEALTH", "STATE", warm ? " STANDBYS" : "");
+	printf("%-6s %-16s %-9s %-4s %-5s %-7s %-*s%s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
+	       "HEALTH", warm ? 12 : 0, "STATE", warm ? " STANDBYS" : "");
 	for (i = 0; i < a->nn; i++) {
 		const struct pm_st_node *n = &a->n[i];
 		char slow[64] = "", st[64] = "-";
@@ -175,8 +176,8 @@ nodes:
 			sbm[0] = ' ';
 			fmt_kb(n->standby_kb, sbm + 1, sizeof(sbm) - 1);
 		}
-		printf("%-6d %-16s %-9s %-4u %-5d %-7s %-12s%s%s\n", n->node, n->name, n->phase,
-		       n->gen, n->ranks, n->health, st, sbm, slow);
+		printf("%-6d %-16s %-9s %-4u %-5d %-7s %-*s%s%s\n", n->node, n->name, n->phase,
+		       n->gen, n->ranks, n->health, warm ? 12 : 0, st, sbm, slow);
 	}
 }
 

@@ -54,6 +54,52 @@ standby_pids() { sed -n 's/^up \([0-9]*\) gen=$/\1/p' "$PM_LOG"; }
 	wait_until 15 all_gone $(standby_pids)
 }
 
+# procmgr status says, per rank, that its standby is ready; 0 while not.
+status_ready() {
+	"$PROCMGR" status "$job" --json >"$W/st.json" 2>&1 &&
+		[ "$(grep -o '"standby":"ready"' "$W/st.json" | wc -l)" -eq "$1" ]
+}
+
+@test "procmgr status: each rank's standby (ready) and the memory the standbys hold, per rank and per node, measured from /proc" {
+	PYTHONPATH=$top/python CRASH_RANK=1 CRASH_GO=$W/go timeout 90 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" \
+		2>"$W/err" &
+	local srun=$!
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; return 1; }
+	job=$(last_job)
+	wait_until 20 status_ready 4 || { cat "$W/st.json" "$PM_LOG" "$W/err"; return 1; }
+	cat "$W/st.json"
+	# Each rank's standby_rss_kb is its standby's own RSS (one process per
+	# group here), within what a page or two of drift allows; the nodes'
+	# sums add up to the summary's.
+	local pids; pids=$(waiting_standbys | tr '\n' ' ')
+	/usr/bin/python3 - "$W/st.json" $pids <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rss = {}
+for p in sys.argv[2:]:
+    with open("/proc/%s/statm" % p) as f:
+        rss[int(p)] = int(f.read().split()[1]) * 4
+s = d["summary"]["standbys"]
+assert s["ready"] == 4 and s["starting"] == 0 and s["none"] == 0, s
+assert len(d["ranks"]) == 4
+for r in d["ranks"]:
+    assert r["standby"] == "ready", r
+    kb = r["standby_rss_kb"]
+    assert any(abs(kb - v) <= 512 for v in rss.values()), (kb, rss)
+assert sum(n["standby_rss_kb"] for n in d["nodes"]) == s["rss_kb"], d["nodes"]
+assert s["rss_kb"] == sum(r["standby_rss_kb"] for r in d["ranks"]), s
+assert all(n["standby_rss_kb"] > 0 for n in d["nodes"]), d["nodes"]
+PY
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[[ "${lines[0]}" == *"; standbys: 4 ready, holding "*" MiB" ]]
+	[ "$(grep -Ec ' running .* ready [0-9.]+[KM]$' <<<"$output")" -eq 4 ]
+	grep -q "STANDBY$" <<<"$output"
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+}
+
 @test "contract: a program that never says ready is started cold, and it is said" {
 	PYTHONPATH=$top/python NO_READY=1 CRASH_RANK=1 timeout 60 \
 		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" \
