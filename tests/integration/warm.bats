@@ -94,7 +94,7 @@ PY
 	run "$PROCMGR" status "$job"
 	echo "$output"
 	[[ "${lines[0]}" == *"; standbys: 4 ready, holding "*" MiB" ]]
-	[ "$(grep -Ec ' running .* ready [0-9.]+[KM]$' <<<"$output")" -eq 4 ]
+	[ "$(grep -Ec '^[0-3] .* ready [0-9.]+[KM]$' <<<"$output")" -eq 4 ]
 	grep -q "STANDBY$" <<<"$output"
 	touch "$W/go"
 	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
