@@ -112,6 +112,14 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 		return;
 	}
 	pm_sweep_node_hello(s, c->id);
+	/* --procmgr-warm on a spare: its supervisors keep standbys too, so
+	 * that a replaced node's ranks start warm (rank_machine.c's spare). */
+	if (s->opts.warm[0] && strcmp(s->opts.warm, "off") && s->opts.spares &&
+	    s->gen.node_slot && s->gen.node_slot[s->node] < 0 && !pm_gen_terminal(&s->gen)) {
+		struct pm_msg sp;
+		pm_msg_init(&sp, PM_MSG_RANK_STANDBY);
+		pm_conn_send(c, &sp);
+	}
 	pm_step_events_untold(s);
 }
 

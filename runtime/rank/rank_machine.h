@@ -39,6 +39,7 @@ enum pm_rank_event {
 	PM_RE_PEER_SILENT, /* procmgrd said nothing for the peer timeout */
 	PM_RE_READY,       /* "ready" on a warm channel: status 1 the standby, 0 the command */
 	PM_RE_SB_EXIT,     /* the standby ended by itself: status */
+	PM_RE_SPARE,       /* procmgrd: we are a spare's supervisor, warm on */
 	PM_RE_NEVENTS
 };
 

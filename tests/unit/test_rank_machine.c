@@ -841,6 +841,44 @@ static void test_warm_tells_standby(void **state)
 	free(w);
 }
 
+/* A spare's supervisor (procmgrd's word) keeps a standby though no
+ * command of its own earned one; the slot it is given starts from it,
+ * as the slot's rank; a new standby behind. Idle without warm: nothing. */
+static void test_warm_spare(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	struct pm_rank_ev e = { .type = PM_RE_START, .gen = 2, .rank = 5, .group = 2,
+				.master = "n0" };
+	struct rec *r;
+	(void)state;
+
+	ev(w, PM_RE_SPARE, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb_state, PM_SB_WARMING);
+	assert_non_null(sent(w, PM_MSG_RANK_STANDBY));
+	ev(w, PM_RE_SPARE, 0, 0); /* said twice: one standby */
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_READY, 0, 1);
+	assert_int_equal(w->m.sb_state, PM_SB_READY);
+	w->n = 0;
+	w->next_sb = 201;
+	pm_rank_m_event(&w->m, &e);
+	assert_int_equal(count(w, A_SPAWN), 0);
+	r = find(w, A_RELEASE, 0);
+	assert_non_null(r);
+	assert_int_equal(r->a, 1);
+	assert_int_equal(w->m.grank, 5);
+	assert_true(w->m.warm_start);
+	assert_int_equal(w->m.child, 200);
+	assert_int_equal(w->m.sb, 201);
+	free(w);
+
+	w = world_new(false, 0);
+	ev(w, PM_RE_SPARE, 0, 0);
+	assert_int_equal(w->n, 0);
+	free(w);
+}
+
 /* A program that never says ready: every generation cold, said once. */
 static void test_warm_never_ready(void **state)
 {
@@ -1147,6 +1185,7 @@ int main(void)
 		T(test_warm_contract),
 		T(test_warm_never_ready),
 		T(test_warm_tells_standby),
+		T(test_warm_spare),
 		T(test_warm_start_before_ready),
 		T(test_warm_standby_dies),
 		T(test_warm_handover_lost),
