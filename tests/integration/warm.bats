@@ -171,3 +171,37 @@ PY
 	# procmgr's copy of the crash's step, not the disk checkpoint's 20.
 	[ "$(grep -c "gen 1\] resumed from step 25 (procmgr's copy" "$W/crash.out")" -eq 4 ]
 }
+
+@test "DDP example, warm: a rank stopped for real (SIGSTOP) is judged hung; the restart hands every rank its standby, same loss as unbroken" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
+	train() { # NAME SBATCH-OPTIONS VAR=VALUE...
+		local name=$1 opt=$2; shift 2
+		timeout 240 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+			sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
+			--steps 40 --ckpt-every 10
+	}
+	final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
+		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
+	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	# Rank 1 stands still at step 25 (CRASH_HOW=wait); once every standby
+	# waits, its process is stopped: no heartbeat, judged hung.
+	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" CRASH_RANK=1 CRASH_STEP=25 \
+		CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local job=$!
+	wait_until 120 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
+	wait_until 60 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	local pid; pid=$(rank1_pid)
+	echo "stopping rank 1: $pid"
+	grep -q "ddp_train.py" "/proc/$pid/cmdline"
+	kill -STOP "$pid"
+	wait "$job" || { cat "$W/hang.out"; return 1; }
+	cat "$W/plain.out" "$W/hang.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) warm after a hang" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss hang)" ]
+	grep -qi "hung\|hang" "$W/hang.out"
+	[ "$(grep -c "generation 1 starts (warm)" "$W/hang.out")" -eq 4 ]
+	! grep -q "starts cold" "$W/hang.out"
+}
