@@ -14,7 +14,8 @@
 #define USAGE \
 	"usage: procmgr status [JOBID[.STEP]] [--json]\n" \
 	"  every rank (rank, local rank, node, pid, state, generation, age of its last\n" \
-	"  heartbeat, CPU time, memory) and every node (procmgrd's phase, health) of the\n" \
+	"  heartbeat, CPU time, memory; with --procmgr-warm its standby: none, starting,\n" \
+	"  ready, and its memory) and every node (procmgrd's phase, health) of the\n" \
 	"  step, with a summary; a sweep: a line per trial (name, state, slots, restarts,\n  runtime, exit, error) instead of the ranks. Default: the running steps of the current job\n" \
 	"  ($SLURM_JOB_ID), else of the user. --json: one object per step.\n"
 
@@ -115,7 +116,7 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		       const struct pm_st_summary *s)
 {
 	char beat[32], cpu[32], rss[32], rec[256];
-	int i;
+	int i, warm = s->sb_ready + s->sb_starting + s->sb_none > 0;
 
 	if (a->trials.n)
 		printf("step %u.%u: a sweep on %d task slots of %d nodes\n", t->job, t->step,
@@ -130,8 +131,8 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		pm_trials_st_print(stdout, &a->trials);
 		goto nodes;
 	}
-	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %s\n", "RANK", "LOCAL", "NODE", "PID",
-	       "STATE", "GEN", "BEAT", "CPU", "RSS");
+	printf("%-6s %-5s %-16s %-8s %-8s %-4s %-8s %-8s %-*s%s\n", "RANK", "LOCAL", "NODE", "PID",
+	       "STATE", "GEN", "BEAT", "CPU", warm ? 8 : 0, "RSS", warm ? " STANDBY" : "");
 	for (i = 0; i < a->nr; i++) {
 		const struct pm_st_rank *r = &a->r[i];
 		char rank[16], pid[16];
@@ -141,12 +142,20 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		fmt_ms(r->beat_ms, beat, sizeof(beat));
 		fmt_ms(r->cpu_ms, cpu, sizeof(cpu));
 		fmt_kb(r->rss_kb, rss, sizeof(rss));
-		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %s\n", rank, r->local,
-		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, rss);
+		/* --procmgr-warm: the next generation's standby and its memory */
+		char sb[64] = "", sbkb[32];
+		if (r->standby[0]) {
+			fmt_kb(r->standby_kb, sbkb, sizeof(sbkb));
+			snprintf(sb, sizeof(sb), " %s%s%s", r->standby, r->standby_kb >= 0 ? " " : "",
+				 r->standby_kb >= 0 ? sbkb : "");
+		}
+		printf("%-6s %-5d %-16s %-8s %-8s %-4u %-8s %-8s %-*s%s\n", rank, r->local,
+		       node_name(a, r->node), pid, r->state, r->gen, beat, cpu, warm ? 8 : 0, rss,
+		       sb);
 	}
 nodes:
-	printf("%-6s %-16s %-9s %-4s %-5s %-7s %s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
-	       "HEALTH", "STATE");
+	printf("%-6s %-16s %-9s %-4s %-5s %-7s %-*s%s\n", "NODE", "NAME", "PHASE", "GEN", "RANKS",
+	       "HEALTH", warm ? 12 : 0, "STATE", warm ? " STANDBYS" : "");
 	for (i = 0; i < a->nn; i++) {
 		const struct pm_st_node *n = &a->n[i];
 		char slow[64] = "", st[64] = "-";
@@ -162,8 +171,13 @@ nodes:
 		if (n->state_bytes >= 0)
 			snprintf(st, sizeof(st), "%.1fM/%.0fM", n->state_bytes / 1048576.0,
 				 n->state_max / 1048576.0);
-		printf("%-6d %-16s %-9s %-4u %-5d %-7s %s%s\n", n->node, n->name, n->phase, n->gen,
-		       n->ranks, n->health, st, slow);
+		char sbm[32] = "";
+		if (warm) {
+			sbm[0] = ' ';
+			fmt_kb(n->standby_kb, sbm + 1, sizeof(sbm) - 1);
+		}
+		printf("%-6d %-16s %-9s %-4u %-5d %-7s %-*s%s%s\n", n->node, n->name, n->phase,
+		       n->gen, n->ranks, n->health, warm ? 12 : 0, st, sbm, slow);
 	}
 }
 
@@ -188,6 +202,9 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		       s->rec_gen, s->process_ms);
 	if (s->state_bytes >= 0)
 		printf(",\"state_bytes\":%lld", s->state_bytes);
+	if (s->sb_ready + s->sb_starting + s->sb_none)
+		printf(",\"standbys\":{\"ready\":%d,\"starting\":%d,\"none\":%d,\"rss_kb\":%lld}",
+		       s->sb_ready, s->sb_starting, s->sb_none, s->standby_kb);
 	printf("}");
 	if (a->trials.n)
 		pm_trials_st_json(stdout, &a->trials);
@@ -197,8 +214,12 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		printf("%s{\"rank\":%d,\"local_rank\":%d,\"node\":", i ? "," : "", r->rank, r->local);
 		pm_json_print(stdout, node_name(a, r->node));
 		printf(",\"node_id\":%d,\"pid\":%d,\"state\":\"%s\",\"gen\":%u,\"restarts\":%u,"
-		       "\"heartbeat_age_ms\":%lld,\"cpu_ms\":%lld,\"rss_kb\":%lld}", r->node, r->pid,
+		       "\"heartbeat_age_ms\":%lld,\"cpu_ms\":%lld,\"rss_kb\":%lld", r->node, r->pid,
 		       r->state, r->gen, r->gen, r->beat_ms, r->cpu_ms, r->rss_kb);
+		if (r->standby[0])
+			printf(",\"standby\":\"%s\",\"standby_rss_kb\":%lld", r->standby,
+			       r->standby_kb);
+		printf("}");
 	}
 	printf("],\"nodes\":[");
 	for (i = 0; i < a->nn; i++) {
@@ -212,6 +233,8 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		if (n->state_bytes >= 0)
 			printf(",\"state_bytes\":%lld,\"state_max\":%lld", n->state_bytes,
 			       n->state_max);
+		if (s->sb_ready + s->sb_starting + s->sb_none)
+			printf(",\"standby_rss_kb\":%lld", n->standby_kb);
 		printf("}");
 	}
 	printf("]}\n");

@@ -22,7 +22,7 @@ static int done(int n, size_t len)
 
 int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 {
-	char rec[128] = "", slow[48] = "", st[96] = "";
+	char rec[128] = "", slow[48] = "", st[96] = "", sb[48] = "";
 
 	if (!word_ok(n->name) || !word_ok(n->phase) || !word_ok(n->health) ||
 	    (n->slow[0] && !word_ok(n->slow)))
@@ -35,18 +35,25 @@ int pm_st_node_format(const struct pm_st_node *n, char *buf, size_t len)
 	if (n->state_max > 0 && n->state_bytes >= 0)
 		snprintf(st, sizeof(st), " state_bytes=%lld state_max=%lld", n->state_bytes,
 			 n->state_max);
-	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s%s%s%s",
-			     n->node, n->name, n->phase, n->gen, n->ranks, n->health, rec, slow, st),
+	if (n->standby_kb > 0)
+		snprintf(sb, sizeof(sb), " standby_kb=%lld", n->standby_kb);
+	return done(snprintf(buf, len, "node id=%d name=%s phase=%s gen=%u ranks=%d health=%s%s%s%s%s",
+			     n->node, n->name, n->phase, n->gen, n->ranks, n->health, rec, slow, st,
+			     sb),
 		    len);
 }
 
 int pm_st_rank_format(const struct pm_st_rank *r, char *buf, size_t len)
 {
-	if (!word_ok(r->state))
+	char sb[64] = "";
+
+	if (!word_ok(r->state) || (r->standby[0] && !word_ok(r->standby)))
 		return -1;
+	if (r->standby[0])
+		snprintf(sb, sizeof(sb), " standby=%s standby_kb=%lld", r->standby, r->standby_kb);
 	return done(snprintf(buf, len, "rank id=%d local=%d node=%d pid=%d state=%s gen=%u "
-			     "beat_ms=%lld cpu_ms=%lld rss_kb=%lld", r->rank, r->local, r->node,
-			     r->pid, r->state, r->gen, r->beat_ms, r->cpu_ms, r->rss_kb), len);
+			     "beat_ms=%lld cpu_ms=%lld rss_kb=%lld%s", r->rank, r->local, r->node,
+			     r->pid, r->state, r->gen, r->beat_ms, r->cpu_ms, r->rss_kb, sb), len);
 }
 
 static int num(const char *v, long long lo, long long *out)
@@ -73,12 +80,12 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 	long long x;
 	static const char *const keys[] = { "id", "name", "phase", "gen", "ranks", "health",
 					    "rec_gen", "process_ms", "recovery_ms", "slow",
-					    "state_bytes", "state_max" };
+					    "state_bytes", "state_max", "standby_kb" };
 	unsigned i;
 
-	for (i = 0; i < 12 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 13 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 12 || (*seen & (1u << i)))
+	if (i == 13 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	switch (i) {
@@ -90,6 +97,8 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 		return num(v, i == 8 ? -1 : 0, i == 7 ? &n->process_ms : &n->recovery_ms);
 	case 10: case 11:
 		return num(v, 0, i == 10 ? &n->state_bytes : &n->state_max);
+	case 12:
+		return num(v, 0, &n->standby_kb);
 	}
 	if (num(v, 0, &x) || x > 0x7fffffff)
 		return -1;
@@ -107,17 +116,19 @@ static int node_kv(struct pm_st_node *n, const char *k, const char *v, unsigned 
 static int rank_kv(struct pm_st_rank *r, const char *k, const char *v, unsigned *seen)
 {
 	static const char *const keys[] = { "id", "local", "node", "pid", "state", "gen",
-					    "beat_ms", "cpu_ms", "rss_kb" };
+					    "beat_ms", "cpu_ms", "rss_kb", "standby", "standby_kb" };
 	long long x;
 	unsigned i;
 
-	for (i = 0; i < 9 && strcmp(k, keys[i]); i++)
+	for (i = 0; i < 11 && strcmp(k, keys[i]); i++)
 		;
-	if (i == 9 || (*seen & (1u << i)))
+	if (i == 11 || (*seen & (1u << i)))
 		return -1;
 	*seen |= 1u << i;
 	if (i == 4)
 		return str(v, r->state, sizeof(r->state));
+	if (i == 9)
+		return str(v, r->standby, sizeof(r->standby));
 	/* -1: unknown (a rank's id before its supervisor came; no heartbeat,
 	 * no process to measure). */
 	if (num(v, i >= 6 || i == 0 ? -1 : 0, &x) || (i < 6 && x > 0x7fffffff))
@@ -130,6 +141,7 @@ static int rank_kv(struct pm_st_rank *r, const char *k, const char *v, unsigned 
 	case 5: r->gen = (unsigned)x; break;
 	case 6: r->beat_ms = x; break;
 	case 7: r->cpu_ms = x; break;
+	case 10: r->standby_kb = x; break;
 	default: r->rss_kb = x; break;
 	}
 	return 0;
@@ -154,6 +166,7 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 	} else if (!strcmp(w, "rank")) {
 		kind = 'R';
 		memset(r, 0, sizeof(*r));
+		r->standby_kb = -1;
 	} else {
 		return -1;
 	}
@@ -171,7 +184,9 @@ int pm_st_parse(const char *line, struct pm_st_node *n, struct pm_st_rank *r)
 		seen &= 0x1ffu;
 		return (seen == 0x3fu || seen == 0x1ffu) && (st == 0 || st == 0xc00u) ? kind : -1;
 	}
-	return seen == 0x1ffu ? kind : -1;
+	/* standby and standby_kb (bits 9, 10): both or none. */
+	return (seen & 0x1ffu) == 0x1ffu && ((seen & 0x600u) == 0 || (seen & 0x600u) == 0x600u) ?
+		       kind : -1;
 }
 
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
@@ -188,6 +203,8 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 			s->nodes_up++;
 		if (n[i].state_bytes >= 0)
 			s->state_bytes = (s->state_bytes < 0 ? 0 : s->state_bytes) + n[i].state_bytes;
+		if (n[i].standby_kb > 0)
+			s->standby_kb += n[i].standby_kb;
 		if (n[i].rec_gen > s->rec_gen) {
 			s->rec_gen = n[i].rec_gen;
 			s->process_ms = n[i].process_ms;
@@ -195,6 +212,13 @@ void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank
 		}
 	}
 	for (i = 0; i < nr; i++) {
+		/* A spare's standbys count too: they are held for its turn. */
+		if (!strcmp(r[i].standby, "ready"))
+			s->sb_ready++;
+		else if (!strcmp(r[i].standby, "starting"))
+			s->sb_starting++;
+		else if (r[i].standby[0])
+			s->sb_none++;
 		if (!strcmp(r[i].state, "spare")) {
 			s->spares++;
 			s->ranks--;
@@ -244,6 +268,14 @@ void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len)
 		ADD("; %d spare%s in reserve", s->spares, s->spares == 1 ? "" : "s");
 	if (s->state_bytes > 0)
 		ADD("; state in memory %.1f MiB", (double)s->state_bytes / (1 << 20));
+	if (s->sb_ready + s->sb_starting + s->sb_none) {
+		ADD("; standbys: %d ready", s->sb_ready);
+		if (s->sb_starting)
+			ADD(", %d starting", s->sb_starting);
+		if (s->sb_none)
+			ADD(", %d none", s->sb_none);
+		ADD(", holding %.1f MiB", (double)s->standby_kb / 1024);
+	}
 #undef ADD
 }
 

@@ -29,6 +29,9 @@ struct pm_st_node {
 	/* The ranks' state procmgrd holds in memory and its limit (optional
 	 * words, both or none, said when state_max > 0; -1: not said). */
 	long long state_bytes, state_max;
+	/* --procmgr-warm (optional word): the resident memory of the node's
+	 * standbys, their process groups summed; 0: none, or not said */
+	long long standby_kb;
 };
 
 struct pm_st_rank {
@@ -39,6 +42,11 @@ struct pm_st_rank {
 	long long beat_ms; /* age of the last heartbeat, -1 without a hang timeout */
 	long long cpu_ms;  /* the command's user+system time, -1 unknown */
 	long long rss_kb;  /* its resident memory, -1 unknown */
+	/* --procmgr-warm (optional words, both or none): the next generation's
+	 * standby, "none" "starting" "ready" ("" not said), and its resident
+	 * memory (its process group; -1 unknown) */
+	char standby[16];
+	long long standby_kb;
 };
 
 /* One line each, no newline. -1 if it does not fit or a word has a space. */
@@ -55,10 +63,15 @@ struct pm_st_summary {
 	unsigned rec_gen; /* the last restart's figures, rec_gen 0: none */
 	long long process_ms, recovery_ms;
 	long long state_bytes; /* held by every node that said, -1: none said */
+	/* --procmgr-warm: ranks whose standby is ready / starting / none, and
+	 * the memory every node's standbys hold */
+	int sb_ready, sb_starting, sb_none;
+	long long standby_kb;
 };
 void pm_st_summarize(const struct pm_st_node *n, int nn, const struct pm_st_rank *r, int nr,
 		     struct pm_st_summary *s);
-/* "8 ranks on 4 nodes: 8 running; generation 1" and what differs. */
+/* "8 ranks on 4 nodes: 8 running; generation 1" and what differs (with
+ * warm: "; standbys 8 ready, 1.8 GiB"). */
 void pm_st_summary_line(const struct pm_st_summary *s, char *buf, size_t len);
 /* "last restart: generation 2, every rank training again 9.29 s after the
  * failure (procmgr's part 0.29 s)"; 0, or -1 (and "") without a restart. */

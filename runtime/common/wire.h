@@ -66,6 +66,10 @@ enum pm_msg_type {
 	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
 	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
 			     * slot, status: wait status, count: flags, text: error */
+	/* Warm generations: rank -> procmgrd, gen, status: the standby's pid
+	 * (its process group; 0: none), count: 0 none, 1 starting, 2 ready;
+	 * procmgrd -> a spare's rank (no field): keep a standby */
+	PM_MSG_RANK_STANDBY,
 	PM_MSG_TYPE_MAX
 };
 

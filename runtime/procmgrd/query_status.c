@@ -4,8 +4,10 @@
 #include "step.h"
 #include "query.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -67,6 +69,51 @@ static void usage(pid_t pid, long long *cpu_ms, long long *rss_kb)
 	}
 }
 
+/* A standby's resident memory: every process of its group (the standby
+ * starts one of its own, and what it forks stays in it), from /proc; -1
+ * when none is found. One pass over /proc for all of the node's standbys. */
+static void standby_rss(const pid_t *pgid, int n, long long *kb)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct dirent *e;
+	DIR *d;
+	int i;
+
+	for (i = 0; i < n; i++)
+		kb[i] = -1;
+	if (page <= 0 || !(d = opendir("/proc")))
+		return;
+	while ((e = readdir(d))) {
+		char path[320], buf[1024], *p;
+		unsigned long long size, rss;
+		int grp = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		/* After the command's name, which may hold spaces and ')'. */
+		if (!fgets(buf, sizeof(buf), f) || !(p = strrchr(buf, ')')) ||
+		    sscanf(p + 2, "%*c %*d %d", &grp) != 1)
+			grp = 0;
+		fclose(f);
+		for (i = 0; i < n && (pgid[i] <= 0 || pgid[i] != grp); i++)
+			;
+		if (grp <= 0 || i == n)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/statm", e->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		if (fscanf(f, "%llu %llu", &size, &rss) == 2)
+			kb[i] = (kb[i] < 0 ? 0 : kb[i]) +
+				(long long)(rss * (unsigned long long)page / 1024);
+		fclose(f);
+	}
+	closedir(d);
+}
+
 /* A failed check leaves its report for the plugin's drain (guard.c). */
 static const char *health(struct pm_step *s)
 {
@@ -83,6 +130,7 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	struct pm_st_node n = { .node = s->node, .gen = s->gen.gen, .ranks = s->ntasks_local };
 	char text[PM_WIRE_TEXT_MAX * 4], line[512];
 	size_t off = 0;
+	long long *sb_kb = NULL;
 	int i;
 
 	bool spare = s->opts.spares && s->gen.node_slot && s->gen.node_slot[s->node] < 0 &&
@@ -110,6 +158,14 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 		n.process_ms = (long long)s->gen.rec.process_ms;
 		n.recovery_ms = s->gen.rec.beat ? (long long)s->gen.rec.recovery_ms : -1;
 	}
+	/* --procmgr-warm: what the standbys hold (the node's sum, and each). */
+	if (s->opts.warm[0] && strcmp(s->opts.warm, "off") && s->ntasks_local > 0 &&
+	    (sb_kb = calloc((size_t)s->ntasks_local, sizeof(*sb_kb)))) {
+		standby_rss(s->sb_pgid, s->ntasks_local, sb_kb);
+		n.standby_kb = 0;
+		for (i = 0; i < s->ntasks_local; i++)
+			n.standby_kb += sb_kb[i] > 0 ? sb_kb[i] : 0;
+	}
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
@@ -124,6 +180,13 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 		snprintf(r.state, sizeof(r.state), "%s", spare ? "spare" : rank_state(g->st));
 		r.beat_ms = g->st == PM_RANK_RUNNING ? beat_age(s, i) : -1;
 		usage(r.pid, &r.cpu_ms, &r.rss_kb);
+		r.standby_kb = -1;
+		if (sb_kb) {
+			static const char *const sbn[] = { "none", "starting", "ready" };
+			snprintf(r.standby, sizeof(r.standby), "%s",
+				 sbn[s->sb_state[i] <= 2 ? s->sb_state[i] : 0]);
+			r.standby_kb = s->sb_pgid[i] > 0 ? sb_kb[i] : -1;
+		}
 		if (pm_st_rank_format(&r, line, sizeof(line)))
 			continue;
 		if (off + strlen(line) + 2 >= sizeof(text)) {
@@ -134,5 +197,6 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	}
 	if (off)
 		pm_q_text(s, q, -1, text);
+	free(sb_kb);
 	pm_sweep_status(s, q); /* a sweep's trials, on the root */
 }

@@ -37,6 +37,8 @@ static void rank_closed(struct pm_conn *c, const char *why)
 
 	if (c->id >= 0 && s->ranks[c->id] == c) {
 		s->ranks[c->id] = NULL;
+		s->sb_pgid[c->id] = 0; /* its standby dies with it */
+		s->sb_state[c->id] = 0;
 		/* Its end in an ended step is orderly; any other leaves its
 		 * command without a supervisor. */
 		if (!pm_gen_terminal(&s->gen) || why)
@@ -58,6 +60,14 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 	if (c->id >= 0) {
 		if (m->type == PM_MSG_RANK_STEP) {
 			pm_slowlink_rank(s, c->id, m);
+			return;
+		}
+		if (m->type == PM_MSG_RANK_STANDBY) {
+			/* For procmgr status only: whether a standby waits, and
+			 * its group, whose memory query_status.c measures. */
+			bool ok = m->count <= 2 && m->status >= 0 && (m->status > 0) == (m->count > 0);
+			s->sb_pgid[c->id] = ok ? (pid_t)m->status : 0;
+			s->sb_state[c->id] = ok ? (unsigned char)m->count : 0;
 			return;
 		}
 		if (m->type == PM_MSG_RANK_EXIT || m->type == PM_MSG_RANK_STOPPED) {
@@ -102,6 +112,14 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 		return;
 	}
 	pm_sweep_node_hello(s, c->id);
+	/* --procmgr-warm on a spare: its supervisors keep standbys too, so
+	 * that a replaced node's ranks start warm (rank_machine.c's spare). */
+	if (s->opts.warm[0] && strcmp(s->opts.warm, "off") && s->opts.spares &&
+	    s->gen.node_slot && s->gen.node_slot[s->node] < 0 && !pm_gen_terminal(&s->gen)) {
+		struct pm_msg sp;
+		pm_msg_init(&sp, PM_MSG_RANK_STANDBY);
+		pm_conn_send(c, &sp);
+	}
 	pm_step_events_untold(s);
 }
 

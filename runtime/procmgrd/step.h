@@ -51,6 +51,10 @@ struct pm_step {
 	struct pm_conn **ranks;
 	pid_t *cmd_pgid;  /* by local rank: its command's group, 0 when none runs */
 	int *sup_pidfd;   /* by local rank: its supervisor, -1 unknown */
+	/* by local rank (--procmgr-warm): its standby's process group, 0: none,
+	 * and its state (PM_MSG_RANK_STANDBY's count: 1 starting, 2 ready) */
+	pid_t *sb_pgid;
+	unsigned char *sb_state;
 	/* tree links */
 	struct pm_conn *parent;
 	bool parent_ok;   /* its WELCOME proved it is this step's procmgrd */

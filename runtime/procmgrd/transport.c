@@ -466,7 +466,10 @@ int pm_step_init(struct pm_step *s)
 	s->seen = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->seen));
 	s->cmd_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
 	s->sup_pidfd = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(int));
-	if (!s->ranks || !s->children || !s->seen || !s->cmd_pgid || !s->sup_pidfd)
+	s->sb_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
+	s->sb_state = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), 1);
+	if (!s->ranks || !s->children || !s->seen || !s->cmd_pgid || !s->sup_pidfd ||
+	    !s->sb_pgid || !s->sb_state)
 		return -1;
 	for (i = 0; i < s->ntasks_local; i++)
 		s->sup_pidfd[i] = -1;
@@ -527,6 +530,8 @@ void pm_step_free(struct pm_step *s)
 	pm_gate_free(s);
 	free(s->cmd_pgid);
 	free(s->sup_pidfd);
+	free(s->sb_pgid);
+	free(s->sb_state);
 	pm_events_close(&s->events);
 	pm_step_metrics_end(s);
 	pm_gen_free(&s->gen);

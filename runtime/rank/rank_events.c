@@ -219,6 +219,9 @@ void pm_rank_on_msg(struct pm_conn *c, const struct pm_msg *m)
 	case PM_MSG_TRIAL_STOP:
 		e.type = PM_RE_STOP;
 		break;
+	case PM_MSG_RANK_STANDBY: /* down: a spare's supervisor keeps a standby */
+		e.type = PM_RE_SPARE;
+		break;
 	default:
 		return;
 	}

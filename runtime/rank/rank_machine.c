@@ -384,17 +384,43 @@ static void sb_exit(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	m->sb_lost = ev->status;
 }
 
+/* A spare's supervisor (procmgrd says so, warm on): no command of its
+ * own will earn a standby, so it keeps one on the user's word
+ * (--procmgr-warm), for the slot it may be given; a program that never
+ * says ready leaves it starting, and that slot starts cold. */
+static void spare(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+{
+	(void)ev;
+	if (m->cfg.warm == PM_RW_OFF || m->child)
+		return;
+	m->warm_ok = true;
+	next_standby(m);
+}
+
 /* clang-format off */
 static action *const actions[PM_RS_NSTATES][PM_RE_NEVENTS] = {
-	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT  READY  SB_EXIT */
-	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit },
-	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent, ready, sb_exit },
-	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent, ready, sb_exit },
-	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit },
-	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop,         nop,   nop },
-	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop,         nop,   nop },
+	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT  READY  SB_EXIT  SPARE */
+	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, spare },
+	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent, ready, sb_exit, nop   },
+	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent, ready, sb_exit, nop   },
+	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, nop   },
+	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop,         nop,   nop, nop   },
+	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop,         nop,   nop, nop   },
 };
 /* clang-format on */
+
+/* procmgrd shows whether a standby waits and measures what it holds
+ * (procmgr status): told each change of the standby's state or pid, once
+ * it is ours to tell (not after we ended). */
+static void tell_standby(struct pm_rank_m *m)
+{
+	if (m->cfg.warm == PM_RW_OFF || m->state == PM_RS_DONE ||
+	    (m->sb_told == m->sb_state && m->sb_told_pid == m->sb))
+		return;
+	m->sb_told = m->sb_state;
+	m->sb_told_pid = m->sb;
+	send(m, PM_MSG_RANK_STANDBY, (int)m->sb, (unsigned)m->sb_state, NULL);
+}
 
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,
 		    const struct pm_rank_ops *ops, void *ctx, int grank)
@@ -415,6 +441,7 @@ void pm_rank_m_event(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	if ((unsigned)ev->type >= PM_RE_NEVENTS || (unsigned)m->state >= PM_RS_NSTATES)
 		return;
 	actions[m->state][ev->type](m, ev);
+	tell_standby(m);
 }
 
 void pm_rank_m_post(struct pm_rank_m *m, enum pm_rank_event type)
@@ -441,6 +468,6 @@ const char *pm_rank_event_name(enum pm_rank_event e)
 	static const char *const names[] = { "start", "stop", "stop-hung", "finish",
 					     "child-exit", "sigterm", "signal", "grace",
 					     "hang", "beat", "captured", "link-lost",
-					     "peer-silent", "ready", "standby-exit" };
+					     "peer-silent", "ready", "standby-exit", "spare" };
 	return (unsigned)e < PM_RE_NEVENTS ? names[e] : "?";
 }

@@ -39,6 +39,7 @@ enum pm_rank_event {
 	PM_RE_PEER_SILENT, /* procmgrd said nothing for the peer timeout */
 	PM_RE_READY,       /* "ready" on a warm channel: status 1 the standby, 0 the command */
 	PM_RE_SB_EXIT,     /* the standby ended by itself: status */
+	PM_RE_SPARE,       /* procmgrd: we are a spare's supervisor, warm on */
 	PM_RE_NEVENTS
 };
 
@@ -56,9 +57,10 @@ enum pm_rank_timer { PM_RT_GRACE, PM_RT_HANG };
 /* The next generation's process, started ahead of time (--procmgr-warm):
  * a second, smaller machine beside the command's state. */
 enum pm_rank_sb {
-	PM_SB_NONE,    /* none: warm is off, not earned yet, or it was used or lost */
-	PM_SB_WARMING, /* started, its start-up not done */
-	PM_SB_READY,   /* said ready: the next START hands it the generation */
+	PM_SB_NONE = 0,    /* none: warm is off, not earned yet, or it was used or lost */
+	PM_SB_WARMING = 1, /* started, its start-up not done */
+	PM_SB_READY = 2,   /* said ready: the next START hands it the generation */
+	/* (the values travel in PM_MSG_RANK_STANDBY's count) */
 };
 
 enum pm_rank_warm { PM_RW_OFF, PM_RW_CONTRACT, PM_RW_PYTHON };
@@ -125,6 +127,8 @@ struct pm_rank_m {
 	bool said_never;     /* "never said ready" was said */
 	int sb_lost;         /* the last standby's wait status when it ended unasked; -1 */
 	bool warm_start;     /* this generation was a standby */
+	enum pm_rank_sb sb_told; /* what procmgrd was told last (RANK_STANDBY) */
+	pid_t sb_told_pid;
 };
 
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,

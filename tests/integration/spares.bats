@@ -363,3 +363,41 @@ root_and_one_more() {
 	grep -q "lost node ${PM_TESTBED_PREFIX}2 (.*); its rank 1 move to spare ${PM_TESTBED_PREFIX}5" "$W/crash.out"
 	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
 }
+
+# procmgr status --json counts at least N standbys ready (the spares' too).
+standbys_ready() {
+	"$PROCMGR" status "$(last_job)" --json >"$W/st.json" 2>/dev/null &&
+		[ "$(grep -o '"standby":"ready"' "$W/st.json" | wc -l)" -ge "$1" ]
+}
+
+@test "spares, warm: a DDP job's crashed node is replaced by a spare whose standby takes its rank; same loss as a run without" {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
+	ddp() { # name, then VAR=VALUE for the ranks
+		local name=$1; shift
+		env PYTHONPATH="$top/python" "$@" timeout 180 "${SRUN[@]}" --procmgr-grace=5 \
+			--procmgr-warm=on /usr/bin/python3 "$top/examples/ddp_train.py" \
+			--ckpt-dir "$W/ckpt.$name" --steps 40 --ckpt-every 10 >"$W/$name.out" 2>&1
+	}
+	loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	ddp plain || { cat "$W/plain.out"; false; }
+	ddp crash CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local pid=$!
+	wait_until 120 test -e "$W/crashed" || { cat "$W/crash.out"; false; }
+	# Every supervisor's standby waits, the spares' two too, before the crash.
+	wait_until 60 standbys_ready 6 || { cat "$W/st.json" "$W/crash.out"; false; }
+	cat "$W/st.json"
+	grep -Eq '"rank":-1,[^}]*"state":"spare",[^}]*"standby":"ready"' "$W/st.json"
+	crash 1
+	wait $pid || rc=$?
+	cat "$W/plain.out" "$W/crash.out"
+	echo "srun returned ${rc:-0}"
+	echo "# final loss: $(loss plain) unbroken, $(loss crash) warm after a node crash" >&3
+	[ -n "$(loss plain)" ]
+	[ "$(loss plain)" = "$(loss crash)" ]
+	grep -q "lost node ${PM_TESTBED_PREFIX}2 (.*); its rank 1 move to spare ${PM_TESTBED_PREFIX}5" "$W/crash.out"
+	# Every rank of generation 1, the spare's rank 1 too, from a standby.
+	grep -q "procmgr: rank 1: generation 1 starts (warm)" "$W/crash.out"
+	[ "$(grep -c "procmgr: rank [0-3]: generation 1 starts (warm)" "$W/crash.out")" -eq 4 ]
+	! grep -q "starts cold" "$W/crash.out"
+}

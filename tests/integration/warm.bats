@@ -54,6 +54,52 @@ standby_pids() { sed -n 's/^up \([0-9]*\) gen=$/\1/p' "$PM_LOG"; }
 	wait_until 15 all_gone $(standby_pids)
 }
 
+# procmgr status says, per rank, that its standby is ready; 0 while not.
+status_ready() {
+	"$PROCMGR" status "$job" --json >"$W/st.json" 2>&1 &&
+		[ "$(grep -o '"standby":"ready"' "$W/st.json" | wc -l)" -eq "$1" ]
+}
+
+@test "procmgr status: each rank's standby (ready) and the memory the standbys hold, per rank and per node, measured from /proc" {
+	PYTHONPATH=$top/python CRASH_RANK=1 CRASH_GO=$W/go timeout 90 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" \
+		2>"$W/err" &
+	local srun=$!
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; return 1; }
+	job=$(last_job)
+	wait_until 20 status_ready 4 || { cat "$W/st.json" "$PM_LOG" "$W/err"; return 1; }
+	cat "$W/st.json"
+	# Each rank's standby_rss_kb is its standby's own RSS (one process per
+	# group here), within what a page or two of drift allows; the nodes'
+	# sums add up to the summary's.
+	local pids; pids=$(waiting_standbys | tr '\n' ' ')
+	/usr/bin/python3 - "$W/st.json" $pids <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rss = {}
+for p in sys.argv[2:]:
+    with open("/proc/%s/statm" % p) as f:
+        rss[int(p)] = int(f.read().split()[1]) * 4
+s = d["summary"]["standbys"]
+assert s["ready"] == 4 and s["starting"] == 0 and s["none"] == 0, s
+assert len(d["ranks"]) == 4
+for r in d["ranks"]:
+    assert r["standby"] == "ready", r
+    kb = r["standby_rss_kb"]
+    assert any(abs(kb - v) <= 512 for v in rss.values()), (kb, rss)
+assert sum(n["standby_rss_kb"] for n in d["nodes"]) == s["rss_kb"], d["nodes"]
+assert s["rss_kb"] == sum(r["standby_rss_kb"] for r in d["ranks"]), s
+assert all(n["standby_rss_kb"] > 0 for n in d["nodes"]), d["nodes"]
+PY
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[[ "${lines[0]}" == *"; standbys: 4 ready, holding "*" MiB" ]]
+	[ "$(grep -Ec '^[0-3] .* ready [0-9.]+[KM]$' <<<"$output")" -eq 4 ]
+	grep -q "STANDBY$" <<<"$output"
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+}
+
 @test "contract: a program that never says ready is started cold, and it is said" {
 	PYTHONPATH=$top/python NO_READY=1 CRASH_RANK=1 timeout 60 \
 		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=on "$PY" "$PROG" \
@@ -124,4 +170,38 @@ standby_pids() { sed -n 's/^up \([0-9]*\) gen=$/\1/p' "$PM_LOG"; }
 	# With the state store (on by default) the example resumes from
 	# procmgr's copy of the crash's step, not the disk checkpoint's 20.
 	[ "$(grep -c "gen 1\] resumed from step 25 (procmgr's copy" "$W/crash.out")" -eq 4 ]
+}
+
+@test "DDP example, warm: a rank stopped for real (SIGSTOP) is judged hung; the restart hands every rank its standby, same loss as unbroken" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
+	train() { # NAME SBATCH-OPTIONS VAR=VALUE...
+		local name=$1 opt=$2; shift 2
+		timeout 240 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+			sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
+			--steps 40 --ckpt-every 10
+	}
+	final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
+		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
+	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	# Rank 1 stands still at step 25 (CRASH_HOW=wait); once every standby
+	# waits, its process is stopped: no heartbeat, judged hung.
+	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" CRASH_RANK=1 CRASH_STEP=25 \
+		CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local job=$!
+	wait_until 120 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
+	wait_until 60 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	local pid; pid=$(rank1_pid)
+	echo "stopping rank 1: $pid"
+	grep -q "ddp_train.py" "/proc/$pid/cmdline"
+	kill -STOP "$pid"
+	wait "$job" || { cat "$W/hang.out"; return 1; }
+	cat "$W/plain.out" "$W/hang.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) warm after a hang" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss hang)" ]
+	grep -qi "hung\|hang" "$W/hang.out"
+	[ "$(grep -c "generation 1 starts (warm)" "$W/hang.out")" -eq 4 ]
+	! grep -q "starts cold" "$W/hang.out"
 }

@@ -357,6 +357,72 @@ static void test_summary(void **state)
 	}
 }
 
+/* --procmgr-warm: each rank says its standby (none starting ready) and
+ * its memory, the node the sum; both rank words or none; the summary
+ * counts them and adds the memory up (a spare's standbys too). */
+static void test_status_standby(void **state)
+{
+	struct pm_st_node n = { .node = 1, .name = "n1", .phase = "running", .gen = 1,
+				.ranks = 2, .health = "ok", .state_bytes = -1, .state_max = -1,
+				.standby_kb = 460800 };
+	struct pm_st_rank r = { .rank = 3, .local = 1, .node = 1, .pid = 77, .state = "running",
+				.gen = 1, .beat_ms = -1, .cpu_ms = 5, .rss_kb = 9,
+				.standby = "ready", .standby_kb = 230400 };
+	struct pm_st_node pn[2];
+	struct pm_st_rank pr[3], none;
+	struct pm_st_summary s;
+	char buf[512];
+	(void)state;
+
+	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, " standby_kb=460800"));
+	assert_int_equal(pm_st_parse(buf, &pn[0], &none), 'N');
+	assert_int_equal(pn[0].standby_kb, 460800);
+	assert_int_equal(pm_st_rank_format(&r, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, " standby=ready standby_kb=230400"));
+	assert_int_equal(pm_st_parse(buf, &pn[1], &pr[0]), 'R');
+	assert_string_equal(pr[0].standby, "ready");
+	assert_int_equal(pr[0].standby_kb, 230400);
+	/* Without warm: no words, and nothing read back. */
+	r.standby[0] = '\0';
+	n.standby_kb = 0;
+	assert_int_equal(pm_st_rank_format(&r, buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "standby"));
+	assert_int_equal(pm_st_parse(buf, &pn[1], &none), 'R');
+	assert_string_equal(none.standby, "");
+	assert_int_equal(none.standby_kb, -1);
+	assert_int_equal(pm_st_node_format(&n, buf, sizeof(buf)), 0);
+	assert_null(strstr(buf, "standby"));
+	/* Refused: one word of the two, a state with a blank, a bad number. */
+	assert_int_equal(pm_st_parse("rank id=0 local=0 node=0 pid=1 state=running gen=1 "
+				     "beat_ms=-1 cpu_ms=0 rss_kb=0 standby=ready", &pn[1], &none), -1);
+	assert_int_equal(pm_st_parse("rank id=0 local=0 node=0 pid=1 state=running gen=1 "
+				     "beat_ms=-1 cpu_ms=0 rss_kb=0 standby_kb=5", &pn[1], &none), -1);
+	assert_int_equal(pm_st_parse("rank id=0 local=0 node=0 pid=1 state=running gen=1 "
+				     "beat_ms=-1 cpu_ms=0 rss_kb=0 standby=ready standby_kb=x",
+				     &pn[1], &none), -1);
+	assert_int_equal(pm_st_parse("node id=2 name=n2 phase=running gen=0 ranks=2 health=ok "
+				     "standby_kb=-3", &pn[1], &none), -1);
+	snprintf(r.standby, sizeof(r.standby), "a b");
+	assert_int_equal(pm_st_rank_format(&r, buf, sizeof(buf)), -1);
+	/* The summary: ready, starting, none; the nodes' memory added up. */
+	assert_int_equal(pm_st_parse("node id=2 name=n2 phase=spare gen=0 ranks=1 health=ok "
+				     "standby_kb=1024", &pn[1], &none), 'N');
+	pr[1] = pr[0];
+	snprintf(pr[1].standby, sizeof(pr[1].standby), "starting");
+	pr[2] = pr[0];
+	pr[2].rank = -1;
+	snprintf(pr[2].state, sizeof(pr[2].state), "spare");
+	pm_st_summarize(pn, 2, pr, 3, &s);
+	assert_int_equal(s.sb_ready, 2);
+	assert_int_equal(s.sb_starting, 1);
+	assert_int_equal(s.sb_none, 0);
+	assert_int_equal(s.standby_kb, 461824);
+	pm_st_summary_line(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "2 ranks on 2 nodes: 2 running; generation 1; 1 spare in "
+				 "reserve; standbys: 2 ready, 1 starting, holding 451.0 MiB");
+}
+
 /* gdb 13's output for a Python process (thread apply all bt, then py-bt). */
 static const char gdb_out[] =
 	"[Thread debugging using libthread_db enabled]\n"
@@ -454,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_status_recovery),
 		cmocka_unit_test(test_status_state),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_status_standby),
 		cmocka_unit_test(test_stack_normalize),
 		cmocka_unit_test(test_stack_group),
 		cmocka_unit_test(test_ranks),

@@ -765,7 +765,12 @@ static void test_warm_contract(void **state)
 	assert_int_equal(w->m.sb, 200);
 	ev(w, PM_RE_READY, 0, 1);
 	assert_int_equal(w->m.sb_state, PM_SB_READY);
-	assert_int_equal(w->n, 0);
+	/* Only procmgrd told (procmgr status shows it): ready, its group. */
+	assert_int_equal(w->n, 1);
+	r = sent(w, PM_MSG_RANK_STANDBY);
+	assert_non_null(r);
+	assert_int_equal(r->b, 200);
+	assert_int_equal(r->flags, PM_SB_READY);
 
 	w->failure = "boom";
 	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
@@ -790,6 +795,87 @@ static void test_warm_contract(void **state)
 	assert_int_equal(w->m.sb, 201);
 	assert_int_equal(w->m.sb_state, PM_SB_WARMING);
 	assert_int_equal(w->m.state, PM_RS_RUNNING);
+	free(w);
+}
+
+/* procmgrd learns each change of the standby (PM_MSG_RANK_STANDBY:
+ * status its group, count its state) and nothing when none changed; never
+ * without warm, never once we ended. */
+static void test_warm_tells_standby(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	struct rec *r;
+	(void)state;
+
+	start(w, 0);
+	assert_null(sent(w, PM_MSG_RANK_STANDBY)); /* not earned yet: nothing changed */
+	ev(w, PM_RE_READY, 0, 0);
+	r = sent(w, PM_MSG_RANK_STANDBY);
+	assert_non_null(r);
+	assert_int_equal(r->b, 200);
+	assert_int_equal(r->flags, PM_SB_WARMING);
+	ev(w, PM_RE_BEAT, 0, 0);
+	assert_null(sent(w, PM_MSG_RANK_STANDBY));
+	ev(w, PM_RE_READY, 0, 1);
+	assert_int_equal(sent(w, PM_MSG_RANK_STANDBY)->flags, PM_SB_READY);
+	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
+	assert_null(sent(w, PM_MSG_RANK_STANDBY));
+	/* The hand-over and the next standby: told as the new one, starting. */
+	w->next_sb = 201;
+	start(w, 1);
+	r = sent(w, PM_MSG_RANK_STANDBY);
+	assert_non_null(r);
+	assert_int_equal(r->b, 201);
+	assert_int_equal(r->flags, PM_SB_WARMING);
+	/* The step's end kills it: no word after we are done. */
+	ev(w, PM_RE_FINISH, 1, 0);
+	ev(w, PM_RE_CHILD_EXIT, 1, SIGTERM);
+	assert_int_equal(w->m.state, PM_RS_DONE);
+	assert_null(sent(w, PM_MSG_RANK_STANDBY));
+	free(w);
+
+	w = world_new(false, 0);
+	start(w, 0);
+	ev(w, PM_RE_READY, 0, 0);
+	assert_null(sent(w, PM_MSG_RANK_STANDBY));
+	free(w);
+}
+
+/* A spare's supervisor (procmgrd's word) keeps a standby though no
+ * command of its own earned one; the slot it is given starts from it,
+ * as the slot's rank; a new standby behind. Idle without warm: nothing. */
+static void test_warm_spare(void **state)
+{
+	struct world *w = world_new_warm(false, 0, PM_RW_CONTRACT);
+	struct pm_rank_ev e = { .type = PM_RE_START, .gen = 2, .rank = 5, .group = 2,
+				.master = "n0" };
+	struct rec *r;
+	(void)state;
+
+	ev(w, PM_RE_SPARE, 0, 0);
+	assert_int_equal(count(w, A_STANDBY), 1);
+	assert_int_equal(w->m.sb_state, PM_SB_WARMING);
+	assert_non_null(sent(w, PM_MSG_RANK_STANDBY));
+	ev(w, PM_RE_SPARE, 0, 0); /* said twice: one standby */
+	assert_int_equal(count(w, A_STANDBY), 0);
+	ev(w, PM_RE_READY, 0, 1);
+	assert_int_equal(w->m.sb_state, PM_SB_READY);
+	w->n = 0;
+	w->next_sb = 201;
+	pm_rank_m_event(&w->m, &e);
+	assert_int_equal(count(w, A_SPAWN), 0);
+	r = find(w, A_RELEASE, 0);
+	assert_non_null(r);
+	assert_int_equal(r->a, 1);
+	assert_int_equal(w->m.grank, 5);
+	assert_true(w->m.warm_start);
+	assert_int_equal(w->m.child, 200);
+	assert_int_equal(w->m.sb, 201);
+	free(w);
+
+	w = world_new(false, 0);
+	ev(w, PM_RE_SPARE, 0, 0);
+	assert_int_equal(w->n, 0);
 	free(w);
 }
 
@@ -853,7 +939,11 @@ static void test_warm_standby_dies(void **state)
 	assert_int_equal(w->m.sb, 0);
 	assert_int_equal(w->m.sb_state, PM_SB_NONE);
 	assert_int_equal(w->m.state, PM_RS_RUNNING); /* the generation runs on */
-	assert_int_equal(w->n, 0);
+	/* procmgrd is told there is none now; nothing else. */
+	assert_int_equal(w->n, 1);
+	assert_non_null(sent(w, PM_MSG_RANK_STANDBY));
+	assert_int_equal(sent(w, PM_MSG_RANK_STANDBY)->b, 0);
+	assert_int_equal(sent(w, PM_MSG_RANK_STANDBY)->flags, PM_SB_NONE);
 	ev(w, PM_RE_CHILD_EXIT, 0, 1 << 8);
 	w->next_sb = 202;
 	start(w, 1);
@@ -1094,6 +1184,8 @@ int main(void)
 		T(test_table_total),
 		T(test_warm_contract),
 		T(test_warm_never_ready),
+		T(test_warm_tells_standby),
+		T(test_warm_spare),
 		T(test_warm_start_before_ready),
 		T(test_warm_standby_dies),
 		T(test_warm_handover_lost),
