@@ -21,6 +21,7 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_TRIAL_START] = "trial-start",
 	[PM_MSG_TRIAL_STOP] = "trial-stop",
 	[PM_MSG_TRIAL_EXIT] = "trial-exit",
+	[PM_MSG_BUDDY] = "buddy",
 };
 
 const char *pm_msg_name(int type)

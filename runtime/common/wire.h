@@ -66,6 +66,11 @@ enum pm_msg_type {
 	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
 	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
 			     * slot, status: wait status, count: flags, text: error */
+	/* State replication (procmgrd/state_repl.c): the first frame on a
+	 * node's link to its buddy's tree port: node, text: munge credential
+	 * of kind buddy (common/handshake.h); answered WELCOME (kind
+	 * buddy-welcome) or REFUSED, then the link carries the stream. */
+	PM_MSG_BUDDY,
 	PM_MSG_TYPE_MAX
 };
 

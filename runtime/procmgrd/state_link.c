@@ -19,6 +19,7 @@
 #include "io/memblob.h"
 #include "common/stateproto.h"
 #include "io/statesrv.h"
+#include "state_repl.h"
 
 struct sconn {
 	struct pm_watch w;
@@ -29,6 +30,7 @@ struct sconn {
 	 * then it is closed. Closing at once, its request unread, would
 	 * reset the connection and lose the answer. */
 	char refused[200];
+	bool waiting; /* a load held until a lost node's state came (spare) */
 	struct sconn *prev, *next;
 };
 
@@ -37,7 +39,40 @@ struct pm_state_link {
 	struct pm_watch lw;
 	struct sconn *conns;
 	uint64_t saves, loads, refused;
+	struct pm_state_repl *repl; /* NULL: no replication */
 };
+
+struct pm_state_repl *pm_state_link_repl(struct pm_step *s)
+{
+	return s->state ? s->state->repl : NULL;
+}
+
+void pm_state_link_resume(struct pm_step *s)
+{
+	for (struct sconn *c = s->state ? s->state->conns : NULL; c; c = c->next)
+		if (c->waiting) {
+			c->waiting = false;
+			pm_loop_mod(s->loop, &c->w, EPOLLIN);
+		}
+}
+
+/* A spare's rank asking for its state before the lost node's buddy handed
+ * it over: the request stays unread, the connection unwatched, until it
+ * did (pm_state_link_resume). */
+static bool hold_load(struct pm_step *s, struct sconn *c)
+{
+	char buf[8];
+	ssize_t n;
+
+	if (!pm_state_repl_waiting(s))
+		return false;
+	n = recv(c->w.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 5 || memcmp(buf, "load ", 5))
+		return false;
+	c->waiting = true;
+	pm_loop_mod(s->loop, &c->w, 0);
+	return true;
+}
 
 static void release(int h, void *arg)
 {
@@ -85,6 +120,8 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		sconn_free(s, c);
 		return;
 	}
+	if (hold_load(s, c))
+		return;
 	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &note, err, sizeof(err));
 	if (rc <= 0) {
 		if (rc < 0)
@@ -95,6 +132,7 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	switch (note.did) {
 	case PM_STATE_DID_SAVE:
 		k->saves++;
+		pm_state_repl_saved(s, c->peer.grank, note.name, note.version);
 		/* A save per step would flood the log and the event log: the
 		 * first of each process says that saving works. */
 		if (c->saved)
@@ -247,6 +285,9 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 		return -1;
 	}
 	s->state = k;
+	k->repl = pm_state_repl_new(s, &k->store, PM_REPL_RATE_DEFAULT);
+	if (!k->repl)
+		pm_log(s, "state socket: no replication to a buddy (out of memory or descriptors)");
 	return 0;
 }
 
@@ -273,6 +314,7 @@ void pm_state_link_free(struct pm_step *s)
 		return;
 	while (s->state->conns)
 		sconn_free(s, s->state->conns);
+	pm_state_repl_free(s->state->repl);
 	pm_loop_del(s->loop, &s->state->lw);
 	close(s->state->lw.fd);
 	pm_state_clear(&s->state->store, release, NULL);

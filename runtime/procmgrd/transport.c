@@ -190,7 +190,8 @@ void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m)
 		return;
 	memcpy(name, m->text, (size_t)(sp - m->text));
 	name[sp - m->text] = '\0';
-	if (strcmp(name, "state_saved") && strcmp(name, "state_restored"))
+	if (strcmp(name, "state_saved") && strcmp(name, "state_restored") &&
+	    strcmp(name, "state_replicated"))
 		return;
 	if (!strcmp(name, "state_restored")) {
 		const char *st = strstr(sp, "\"train_step\":"), *lo = strstr(sp, "\"lost_steps\":");
