@@ -44,7 +44,9 @@ static int list(struct pm_state_store *st, int sock, int32_t grank, uint64_t now
 	off = 32;
 	for (size_t i = 0; (b = pm_state_at(st, i)); i++) {
 		int n;
-		if (b->grank != grank || b->replica)
+		/* A spare's rank sees the lost node's replica of a name until it
+		 * saved its own (pm_state_find's order). */
+		if (b->grank != grank || (b->replica && pm_state_find(st, grank, b->name) != b))
 			continue;
 		n = pm_sp_format_entry(b, now_ms, line, sizeof(line));
 		if (n < 0 || off + (size_t)n + 1 >= sizeof(buf))
@@ -160,6 +162,8 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 		note->size = b->size;
 		note->step = b->step;
 		note->age_ms = now_ms > b->saved_ms ? now_ms - b->saved_ms : 0;
+		note->replica = b->replica;
+		note->owner = b->owner_node;
 		{
 			const struct pm_state_blob *o;
 			uint64_t hw = b->step;

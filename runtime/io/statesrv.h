@@ -6,6 +6,7 @@
 #ifndef PM_STATESRV_H
 #define PM_STATESRV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,8 @@ struct pm_state_note {
 	/* LOAD: the rank's newest step saved (any name) less the one loaded:
 	 * the steps of work the restore gives up. */
 	uint64_t lost_steps;
+	bool replica;   /* LOAD: the buddy's copy of a lost node's rank (a spare) */
+	uint32_t owner; /* LOAD: the node that saved it */
 	char why[256]; /* REFUSE: the reply's text */
 };
 

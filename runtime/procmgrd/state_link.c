@@ -67,7 +67,7 @@ static bool hold_load(struct pm_step *s, struct sconn *c)
 	if (!pm_state_repl_waiting(s))
 		return false;
 	n = recv(c->w.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n < 5 || memcmp(buf, "load ", 5))
+	if (n < 4 || (memcmp(buf, "load", 4) && memcmp(buf, "list", 4)))
 		return false;
 	c->waiting = true;
 	pm_loop_mod(s->loop, &c->w, 0);
