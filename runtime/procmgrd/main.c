@@ -542,8 +542,11 @@ int main(int argc, char **argv)
 			pm_log(s, "the ranks' state socket is off (see above)");
 	}
 	/* With spares any node may become the parent of a node whose own is
-	 * lost; the root listens even alone: the procmgr command asks it. */
-	if ((s->nchildren || s->opts.spares || s->node == 0) && listen_tcp(&d, err, sizeof(err)))
+	 * lost; the root listens even alone: the procmgr command asks it; and
+	 * every node of a step of two or more is some node's buddy, whose
+	 * state replication comes to this port (state_repl.c). */
+	if ((s->nchildren || s->opts.spares || s->node == 0 || s->nnodes > 1) &&
+	    listen_tcp(&d, err, sizeof(err)))
 		goto out_clean;
 	if (pm_query_init(s, d.rundir, s->node == 0 ? events : NULL)) {
 		snprintf(err, sizeof(err), "out of memory");

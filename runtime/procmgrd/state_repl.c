@@ -62,7 +62,6 @@ struct rlink {
 	bool rx;
 	struct pm_repl_line rl;
 	int rx_fd;
-	uint8_t *rx_map;
 	uint64_t rx_got;
 	/* sending a blob */
 	int tx_fd;
@@ -96,7 +95,7 @@ struct pm_state_repl {
 	uint64_t retry_at;
 	struct pm_watch tick;
 	uint64_t replicated, received, bytes_out;
-	bool said_replicated, said_received;
+	bool said_replicated, said_received, said_fail;
 };
 
 static void link_free(struct rlink *k, const char *why);
@@ -104,6 +103,12 @@ static void pump(struct rlink *k);
 
 static void linklog(struct rlink *k, const char *what, const char *why)
 {
+	/* The link to the buddy is retried every PM_REPL_RETRY_MS: its
+	 * failures are said once until it works again. */
+	if (k->r->buddy_link == k && k->r->said_fail)
+		return;
+	if (k->r->buddy_link == k)
+		k->r->said_fail = true;
 	pm_log(k->s, "state replication %s node %s: %s", what, k->s->names[k->peer], why);
 }
 
@@ -257,9 +262,6 @@ static int rx_done(struct rlink *k, char *err, size_t len)
 	uint64_t size, now = pm_now_ms();
 	int old, fd = k->rx_fd, n;
 
-	if (k->rx_map && k->rl.size)
-		munmap(k->rx_map, k->rl.size);
-	k->rx_map = NULL;
 	k->rx_fd = -1;
 	k->rx = false;
 	if (pm_memblob_seal(fd, k->rl.size, &size, err, len)) {
@@ -311,17 +313,33 @@ static int rx_begin(struct rlink *k, char *err, size_t len)
 			 "(state_max_node)", (unsigned long long)k->rl.size);
 		return -1;
 	}
+	/* Written, not mapped: a mapping's fault per 4 KiB page as the bytes
+	 * came cost 12 times a plain TCP copy's time (bench/README.md), and
+	 * populating it at once blocked the loop for seconds. */
 	k->rx_fd = memfd_create("procmgr-replica", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (k->rx_fd < 0 || ftruncate(k->rx_fd, (off_t)k->rl.size) ||
-	    (k->rl.size && (k->rx_map = mmap(NULL, k->rl.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-					     k->rx_fd, 0)) == MAP_FAILED)) {
+	if (k->rx_fd < 0 || ftruncate(k->rx_fd, (off_t)k->rl.size)) {
 		snprintf(err, len, "a replica of %llu bytes: %s", (unsigned long long)k->rl.size,
 			 strerror(errno));
-		k->rx_map = NULL;
 		return -1;
 	}
 	k->rx = true;
 	k->rx_got = 0;
+	return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
 	return 0;
 }
 
@@ -333,7 +351,8 @@ static int parse_in(struct rlink *k, char *err, size_t len)
 			size_t take = k->in_len;
 			if (take > k->rl.size - k->rx_got)
 				take = (size_t)(k->rl.size - k->rx_got);
-			memcpy(k->rx_map + k->rx_got, k->in, take);
+			if (take && pwrite_all(k->rx_fd, k->in, take, k->rx_got))
+				return snprintf(err, len, "replica: %s", strerror(errno)), -1;
 			k->rx_got += take;
 			memmove(k->in, k->in + take, k->in_len - take);
 			k->in_len -= take;
@@ -385,16 +404,25 @@ static int parse_in(struct rlink *k, char *err, size_t len)
 	}
 }
 
+/* At most PM_REPL_SLICE bytes per callback, each way: the loop serves
+ * the tree's liveness, the ranks and the rest between slices (a 512 MiB
+ * blob read in one go cost a node its links' 5 s liveness under load). */
+#define PM_REPL_SLICE (8u << 20)
+static uint8_t bounce[1u << 20];
+
 static int read_in(struct rlink *k, char *err, size_t len)
 {
-	for (;;) {
+	for (size_t done = 0; done < PM_REPL_SLICE;) {
 		ssize_t n;
 		if (k->rx && k->in_len == 0 && k->rl.size - k->rx_got > 0) {
-			/* The bytes straight into the replica's memory. */
-			n = recv(k->w.fd, k->rx_map + k->rx_got, (size_t)(k->rl.size - k->rx_got),
+			uint64_t want = k->rl.size - k->rx_got;
+			n = recv(k->w.fd, bounce, want < sizeof(bounce) ? (size_t)want : sizeof(bounce),
 				 MSG_DONTWAIT);
 			if (n > 0) {
+				if (pwrite_all(k->rx_fd, bounce, (size_t)n, k->rx_got))
+					return snprintf(err, len, "replica: %s", strerror(errno)), -1;
 				k->rx_got += (uint64_t)n;
+				done += (size_t)n;
 				if (k->rx_got == k->rl.size && rx_done(k, err, len))
 					return -1;
 				continue;
@@ -403,6 +431,7 @@ static int read_in(struct rlink *k, char *err, size_t len)
 			n = recv(k->w.fd, k->in + k->in_len, sizeof(k->in) - k->in_len, MSG_DONTWAIT);
 			if (n > 0) {
 				k->in_len += (size_t)n;
+				done += (size_t)n;
 				if (parse_in(k, err, len))
 					return -1;
 				continue;
@@ -415,6 +444,7 @@ static int read_in(struct rlink *k, char *err, size_t len)
 		if (errno != EINTR)
 			return snprintf(err, len, "%s", strerror(errno)), -1;
 	}
+	return 0; /* more to read: epoll says so again */
 }
 
 /* ---- sending ---- */
@@ -512,9 +542,13 @@ static void pump(struct rlink *k)
 {
 	char err[256] = "";
 
+	size_t sent = 0;
+
 	if (!k->proven || k->throttled)
 		return;
 	for (;;) {
+		if (sent >= PM_REPL_SLICE)
+			goto wait; /* the rest at the next EPOLLOUT */
 		if (k->tx_fd < 0 && !next_blob(k)) {
 			pm_loop_mod(k->s->loop, &k->w, EPOLLIN);
 			return;
@@ -530,7 +564,7 @@ static void pump(struct rlink *k)
 			}
 			k->hdr_off += (size_t)n;
 		}
-		while (k->tx_off < k->tx_size) {
+		while (k->tx_off < k->tx_size && sent < PM_REPL_SLICE) {
 			uint64_t want = k->tx_size - k->tx_off, got;
 			off_t off = (off_t)k->tx_off;
 			ssize_t n;
@@ -543,6 +577,7 @@ static void pump(struct rlink *k)
 				k->r->tokens += got - (uint64_t)n; /* what the socket did not take */
 				k->tx_off = (uint64_t)off;
 				k->r->bytes_out += (uint64_t)n;
+				sent += (size_t)n;
 				continue;
 			}
 			k->r->tokens += got;
@@ -551,6 +586,8 @@ static void pump(struct rlink *k)
 			snprintf(err, sizeof(err), "sendfile: %s", n ? strerror(errno) : "short file");
 			goto fail;
 		}
+		if (k->tx_off < k->tx_size)
+			goto wait;
 		close(k->tx_fd);
 		k->tx_fd = -1;
 	}
@@ -655,6 +692,7 @@ static void on_link(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		memmove(k->in, k->in + flen, k->in_len - (size_t)flen);
 		k->in_len -= (size_t)flen;
 		k->proven = true;
+		k->r->said_fail = false;
 		pump(k);
 		return;
 	}
@@ -725,8 +763,6 @@ static void link_free(struct rlink *k, const char *why)
 	close(k->tw.fd);
 	if (k->tx_fd >= 0)
 		close(k->tx_fd);
-	if (k->rx_map && k->rl.size)
-		munmap(k->rx_map, k->rl.size);
 	if (k->rx_fd >= 0)
 		close(k->rx_fd);
 	for (size_t i = k->iq; i < k->nq; i++)
