@@ -217,6 +217,31 @@ static pid_t parent_of(const char *procroot, pid_t pid)
 	return (pid_t)pp;
 }
 
+int pm_state_peer_start(const char *procroot, pid_t pid, uint64_t *ticks)
+{
+	char path[128], buf[1024], *rp;
+	unsigned long long st;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", procroot, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* Field 22, the 20th after "(COMM)". */
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %*c" " %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+			  " %*d %*d %*d %*d %*d %*d %llu", &st) != 1)
+		return -1;
+	*ticks = st;
+	return 0;
+}
+
 int pm_state_peer_index(const char *procroot, pid_t pid, const pid_t *sup, int n)
 {
 	for (int depth = 0; depth < 64 && pid > 1; depth++) {

@@ -47,5 +47,10 @@ void pm_statesrv_closed(struct pm_state_store *st, struct pm_state_peer *p);
  * PROCROOT/PID/stat up the parents ("/proc"; tests give a fixture tree):
  * its index, or -1 if none within 64 generations. */
 int pm_state_peer_index(const char *procroot, pid_t pid, const pid_t *sup, int n);
+/* When pid started, in clock ticks since boot (/proc/PID/stat's field
+ * 22): 0, or -1 if it cannot be read. state_link.c refuses a peer whose
+ * pid started after the connection was accepted: the pid SO_PEERCRED gave
+ * was reused by another process. */
+int pm_state_peer_start(const char *procroot, pid_t pid, uint64_t *ticks);
 
 #endif

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -225,7 +228,30 @@ static void accept_one(struct pm_step *s, int fd)
 		    !getsockopt(s->ranks[i]->w.fd, SOL_SOCKET, SO_PEERCRED, &sc, &sl))
 			sup[i] = sc.pid;
 	}
-	lrank = sup ? pm_state_peer_index("/proc", cred.pid, sup, s->ntasks_local) : -1;
+	/* The pid SO_PEERCRED gave is the connecting process's at connect():
+	 * it may have exited and its pid gone to another process since. A
+	 * process that started after this accept is not the peer; a pidfd
+	 * taken first says whether the one we judged lived through the walk
+	 * (a window remains between connect and accept, while this loop was
+	 * busy: SO_PEERPIDFD, Linux 6.5, would close it). */
+	{
+		struct timespec bt;
+		uint64_t now_ticks, started;
+		int pfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+		clock_gettime(CLOCK_BOOTTIME, &bt);
+		now_ticks = (uint64_t)bt.tv_sec * (uint64_t)sysconf(_SC_CLK_TCK) +
+			    (uint64_t)bt.tv_nsec / (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+		lrank = -1;
+		if (sup && pfd >= 0 && !pm_state_peer_start("/proc", cred.pid, &started) &&
+		    started <= now_ticks) {
+			struct pollfd pp = { .fd = pfd, .events = POLLIN };
+			lrank = pm_state_peer_index("/proc", cred.pid, sup, s->ntasks_local);
+			if (poll(&pp, 1, 0) != 0)
+				lrank = -1; /* it exited meanwhile: what we read may be another's */
+		}
+		if (pfd >= 0)
+			close(pfd);
+	}
 	free(sup);
 	if (lrank < 0 || s->gen.ranks[lrank].grank < 0) {
 		turn_away(s, fd, "refused: pid %d is not a process of one of this step's ranks on "
