@@ -362,6 +362,7 @@ ddp_spare() { # name, rank to crash
 	cat "$STATE"/*/0.*.log | grep "state replication" || true
 	echo "srun returned ${rc:-0}"
 	echo "# final loss: $(loss plain) unbroken, $(loss "$1") after a node crash" >&3
+	grep "rank $2 gen 1\] resumed\|every rank training again" "$W/$1.out" | sed 's/^/# /' >&3
 	[ -n "$(loss plain)" ]
 	[ "$(loss plain)" = "$(loss "$1")" ]
 	grep -q "lost node ${PM_TESTBED_PREFIX}$(($2 + 1)) (.*); its rank $2 move to spare ${PM_TESTBED_PREFIX}5" "$W/$1.out"
