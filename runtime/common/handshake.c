@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const kinds[] = { "hello", "welcome" };
+static const char *const kinds[] = { "hello", "welcome", "buddy", "buddy-welcome" };
 
 static int nonce_ok(const char *n)
 {
@@ -19,7 +19,7 @@ int pm_hs_format(const struct pm_hs *h, char *buf, size_t len)
 {
 	int n;
 
-	if ((unsigned)h->kind > PM_HS_WELCOME || h->from < 0 || h->to < 0 || !nonce_ok(h->nonce))
+	if ((unsigned)h->kind >= PM_HS_KINDS || h->from < 0 || h->to < 0 || !nonce_ok(h->nonce))
 		return -1;
 	n = snprintf(buf, len, "procmgr-tree v2 %s job=%u step=%u from=%d to=%d nonce=%s",
 		     kinds[h->kind], h->job, h->step, h->from, h->to, h->nonce);
@@ -29,6 +29,7 @@ int pm_hs_format(const struct pm_hs *h, char *buf, size_t len)
 int pm_hs_parse(const char *s, struct pm_hs *h)
 {
 	char kind[16], again[PM_HS_MAX];
+	unsigned k;
 	int end = -1;
 
 	memset(h, 0, sizeof(*h));
@@ -37,12 +38,11 @@ int pm_hs_parse(const char *s, struct pm_hs *h)
 		   &h->job, &h->step, &h->from, &h->to, h->nonce, &end) != 6 ||
 	    end < 0 || s[end] != '\0')
 		return -1;
-	if (!strcmp(kind, kinds[PM_HS_HELLO]))
-		h->kind = PM_HS_HELLO;
-	else if (!strcmp(kind, kinds[PM_HS_WELCOME]))
-		h->kind = PM_HS_WELCOME;
-	else
+	for (k = 0; k < PM_HS_KINDS && strcmp(kind, kinds[k]); k++)
+		;
+	if (k == PM_HS_KINDS)
 		return -1;
+	h->kind = (enum pm_hs_kind)k;
 	/* What sscanf let through (signs, spaces, leading zeros) is refused by
 	 * asking for the same text back. */
 	if (pm_hs_format(h, again, sizeof(again)) || strcmp(again, s))

@@ -8,7 +8,10 @@
 
 #include <stddef.h>
 
-enum pm_hs_kind { PM_HS_HELLO, PM_HS_WELCOME };
+/* BUDDY / BUDDY_WELCOME: the state replication link to a node's buddy
+ * (procmgrd/state_repl.c), a kind of its own so that neither credential
+ * can be replayed as the other link's. */
+enum pm_hs_kind { PM_HS_HELLO, PM_HS_WELCOME, PM_HS_BUDDY, PM_HS_BUDDY_WELCOME, PM_HS_KINDS };
 
 #define PM_HS_NONCE_HEX 32 /* 16 random bytes */
 #define PM_HS_MAX 192      /* a payload's length, NUL included */

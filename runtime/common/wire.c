@@ -22,6 +22,7 @@ static const char *const names[PM_MSG_TYPE_MAX] = {
 	[PM_MSG_TRIAL_STOP] = "trial-stop",
 	[PM_MSG_TRIAL_EXIT] = "trial-exit",
 	[PM_MSG_RANK_STANDBY] = "rank-standby",
+	[PM_MSG_BUDDY] = "buddy",
 };
 
 const char *pm_msg_name(int type)

@@ -70,6 +70,11 @@ enum pm_msg_type {
 	 * (its process group; 0: none), count: 0 none, 1 starting, 2 ready;
 	 * procmgrd -> a spare's rank (no field): keep a standby */
 	PM_MSG_RANK_STANDBY,
+	/* State replication (procmgrd/state_repl.c): the first frame on a
+	 * node's link to its buddy's tree port: node, text: munge credential
+	 * of kind buddy (common/handshake.h); answered WELCOME (kind
+	 * buddy-welcome) or REFUSED, then the link carries the stream. */
+	PM_MSG_BUDDY,
 	PM_MSG_TYPE_MAX
 };
 

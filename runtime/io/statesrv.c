@@ -44,7 +44,9 @@ static int list(struct pm_state_store *st, int sock, int32_t grank, uint64_t now
 	off = 32;
 	for (size_t i = 0; (b = pm_state_at(st, i)); i++) {
 		int n;
-		if (b->grank != grank || b->replica)
+		/* A spare's rank sees the lost node's replica of a name until it
+		 * saved its own (pm_state_find's order). */
+		if (b->grank != grank || (b->replica && pm_state_find(st, grank, b->name) != b))
 			continue;
 		n = pm_sp_format_entry(b, now_ms, line, sizeof(line));
 		if (n < 0 || off + (size_t)n + 1 >= sizeof(buf))
@@ -160,6 +162,8 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 		note->size = b->size;
 		note->step = b->step;
 		note->age_ms = now_ms > b->saved_ms ? now_ms - b->saved_ms : 0;
+		note->replica = b->replica;
+		note->owner = b->owner_node;
 		{
 			const struct pm_state_blob *o;
 			uint64_t hw = b->step;
@@ -211,6 +215,31 @@ static pid_t parent_of(const char *procroot, pid_t pid)
 	if (!rp || sscanf(rp + 1, " %*c %ld", &pp) != 1 || pp < 0)
 		return -1;
 	return (pid_t)pp;
+}
+
+int pm_state_peer_start(const char *procroot, pid_t pid, uint64_t *ticks)
+{
+	char path[128], buf[1024], *rp;
+	unsigned long long st;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", procroot, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* Field 22, the 20th after "(COMM)". */
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %*c" " %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+			  " %*d %*d %*d %*d %*d %*d %llu", &st) != 1)
+		return -1;
+	*ticks = st;
+	return 0;
 }
 
 int pm_state_peer_index(const char *procroot, pid_t pid, const pid_t *sup, int n)

@@ -6,6 +6,7 @@
 #ifndef PM_STATESRV_H
 #define PM_STATESRV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,8 @@ struct pm_state_note {
 	/* LOAD: the rank's newest step saved (any name) less the one loaded:
 	 * the steps of work the restore gives up. */
 	uint64_t lost_steps;
+	bool replica;   /* LOAD: the buddy's copy of a lost node's rank (a spare) */
+	uint32_t owner; /* LOAD: the node that saved it */
 	char why[256]; /* REFUSE: the reply's text */
 };
 
@@ -44,5 +47,10 @@ void pm_statesrv_closed(struct pm_state_store *st, struct pm_state_peer *p);
  * PROCROOT/PID/stat up the parents ("/proc"; tests give a fixture tree):
  * its index, or -1 if none within 64 generations. */
 int pm_state_peer_index(const char *procroot, pid_t pid, const pid_t *sup, int n);
+/* When pid started, in clock ticks since boot (/proc/PID/stat's field
+ * 22): 0, or -1 if it cannot be read. state_link.c refuses a peer whose
+ * pid started after the connection was accepted: the pid SO_PEERCRED gave
+ * was reused by another process. */
+int pm_state_peer_start(const char *procroot, pid_t pid, uint64_t *ticks);
 
 #endif

@@ -542,7 +542,8 @@ int main(int argc, char **argv)
 			pm_log(s, "the ranks' state socket is off (see above)");
 	}
 	/* With spares any node may become the parent of a node whose own is
-	 * lost; the root listens even alone: the procmgr command asks it. */
+	 * lost; the root listens even alone: the procmgr command asks it. A
+	 * leaf listens too (below), once its parent's name resolved. */
 	if ((s->nchildren || s->opts.spares || s->node == 0) && listen_tcp(&d, err, sizeof(err)))
 		goto out_clean;
 	if (pm_query_init(s, d.rundir, s->node == 0 ? events : NULL)) {
@@ -554,6 +555,10 @@ int main(int argc, char **argv)
 		if (pm_step_resolve(s->names[p], d.port, &d.parent_addr, &d.parent_addrlen, err,
 			    sizeof(err)) ||
 		    pm_step_resolve(s->names[s->node], 0, &d.self_addr, &d.self_addrlen, err, sizeof(err)))
+			goto out_clean;
+		/* Every node of a step of two or more is some node's buddy: its
+		 * state replication comes to this port (state_repl.c). */
+		if (!s->listen_w && listen_tcp(&d, err, sizeof(err)))
 			goto out_clean;
 		d.retry_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_retry, .arg = &d };
 		if (d.retry_w.fd < 0 || pm_loop_add(&d.loop, &d.retry_w, EPOLLIN)) {

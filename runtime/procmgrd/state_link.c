@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "io/memblob.h"
 #include "common/stateproto.h"
 #include "io/statesrv.h"
+#include "state_repl.h"
 
 struct sconn {
 	struct pm_watch w;
@@ -29,6 +33,7 @@ struct sconn {
 	 * then it is closed. Closing at once, its request unread, would
 	 * reset the connection and lose the answer. */
 	char refused[200];
+	bool waiting; /* a load held until a lost node's state came (spare) */
 	struct sconn *prev, *next;
 };
 
@@ -37,7 +42,40 @@ struct pm_state_link {
 	struct pm_watch lw;
 	struct sconn *conns;
 	uint64_t saves, loads, refused;
+	struct pm_state_repl *repl; /* NULL: no replication */
 };
+
+struct pm_state_repl *pm_state_link_repl(struct pm_step *s)
+{
+	return s->state ? s->state->repl : NULL;
+}
+
+void pm_state_link_resume(struct pm_step *s)
+{
+	for (struct sconn *c = s->state ? s->state->conns : NULL; c; c = c->next)
+		if (c->waiting) {
+			c->waiting = false;
+			pm_loop_mod(s->loop, &c->w, EPOLLIN);
+		}
+}
+
+/* A spare's rank asking for its state before the lost node's buddy handed
+ * it over: the request stays unread, the connection unwatched, until it
+ * did (pm_state_link_resume). */
+static bool hold_load(struct pm_step *s, struct sconn *c)
+{
+	char buf[8];
+	ssize_t n;
+
+	if (!pm_state_repl_waiting(s))
+		return false;
+	n = recv(c->w.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 4 || (memcmp(buf, "load", 4) && memcmp(buf, "list", 4)))
+		return false;
+	c->waiting = true;
+	pm_loop_mod(s->loop, &c->w, 0);
+	return true;
+}
 
 static void release(int h, void *arg)
 {
@@ -85,6 +123,8 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		sconn_free(s, c);
 		return;
 	}
+	if (hold_load(s, c))
+		return;
 	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &note, err, sizeof(err));
 	if (rc <= 0) {
 		if (rc < 0)
@@ -95,6 +135,7 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	switch (note.did) {
 	case PM_STATE_DID_SAVE:
 		k->saves++;
+		pm_state_repl_saved(s, c->peer.grank, note.name, note.version);
 		/* A save per step would flood the log and the event log: the
 		 * first of each process says that saving works. */
 		if (c->saved)
@@ -187,7 +228,30 @@ static void accept_one(struct pm_step *s, int fd)
 		    !getsockopt(s->ranks[i]->w.fd, SOL_SOCKET, SO_PEERCRED, &sc, &sl))
 			sup[i] = sc.pid;
 	}
-	lrank = sup ? pm_state_peer_index("/proc", cred.pid, sup, s->ntasks_local) : -1;
+	/* The pid SO_PEERCRED gave is the connecting process's at connect():
+	 * it may have exited and its pid gone to another process since. A
+	 * process that started after this accept is not the peer; a pidfd
+	 * taken first says whether the one we judged lived through the walk
+	 * (a window remains between connect and accept, while this loop was
+	 * busy: SO_PEERPIDFD, Linux 6.5, would close it). */
+	{
+		struct timespec bt;
+		uint64_t now_ticks, started;
+		int pfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+		clock_gettime(CLOCK_BOOTTIME, &bt);
+		now_ticks = (uint64_t)bt.tv_sec * (uint64_t)sysconf(_SC_CLK_TCK) +
+			    (uint64_t)bt.tv_nsec / (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+		lrank = -1;
+		if (sup && pfd >= 0 && !pm_state_peer_start("/proc", cred.pid, &started) &&
+		    started <= now_ticks) {
+			struct pollfd pp = { .fd = pfd, .events = POLLIN };
+			lrank = pm_state_peer_index("/proc", cred.pid, sup, s->ntasks_local);
+			if (poll(&pp, 1, 0) != 0)
+				lrank = -1; /* it exited meanwhile: what we read may be another's */
+		}
+		if (pfd >= 0)
+			close(pfd);
+	}
 	free(sup);
 	if (lrank < 0 || s->gen.ranks[lrank].grank < 0) {
 		turn_away(s, fd, "refused: pid %d is not a process of one of this step's ranks on "
@@ -247,6 +311,9 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 		return -1;
 	}
 	s->state = k;
+	k->repl = pm_state_repl_new(s, &k->store, PM_REPL_RATE_DEFAULT);
+	if (!k->repl)
+		pm_log(s, "state socket: no replication to a buddy (out of memory or descriptors)");
 	return 0;
 }
 
@@ -273,6 +340,7 @@ void pm_state_link_free(struct pm_step *s)
 		return;
 	while (s->state->conns)
 		sconn_free(s, s->state->conns);
+	pm_state_repl_free(s->state->repl);
 	pm_loop_del(s->loop, &s->state->lw);
 	close(s->state->lw.fd);
 	pm_state_clear(&s->state->store, release, NULL);

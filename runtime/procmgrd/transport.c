@@ -160,6 +160,11 @@ void pm_step_state_event(struct pm_step *s, const char *name, int grank,
 			 ",\"age_ms\":%llu,\"lost_steps\":%llu,\"generation\":%u",
 			 (unsigned long long)n->age_ms, (unsigned long long)n->lost_steps,
 			 s->gen.gen);
+	if (n->did == PM_STATE_DID_LOAD && n->replica && (int)n->owner < s->nnodes) {
+		len = (int)strlen(fields);
+		snprintf(fields + len, sizeof(fields) - (size_t)len, ",\"from_node\":\"%s\"",
+			 s->names[n->owner]);
+	}
 	if (s->gen.root) {
 		if (n->did == PM_STATE_DID_LOAD)
 			pm_gen_state_restored(&s->gen, n->step, n->lost_steps);
@@ -190,7 +195,8 @@ void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m)
 		return;
 	memcpy(name, m->text, (size_t)(sp - m->text));
 	name[sp - m->text] = '\0';
-	if (strcmp(name, "state_saved") && strcmp(name, "state_restored"))
+	if (strcmp(name, "state_saved") && strcmp(name, "state_restored") &&
+	    strcmp(name, "state_replicated"))
 		return;
 	if (!strcmp(name, "state_restored")) {
 		const char *st = strstr(sp, "\"train_step\":"), *lo = strstr(sp, "\"lost_steps\":");

@@ -17,6 +17,7 @@
 #include "common/tree.h"
 #include "io/auth.h"
 #include "query.h"
+#include "state_repl.h"
 
 /* ---- children ---- */
 
@@ -91,6 +92,8 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 	}
 	if (pm_query_client(s, c, m))
 		return; /* the procmgr command, not a child */
+	if (pm_state_repl_hello(s, c, m))
+		return; /* a node's state replication link (state_repl.c) */
 	if (m->type != PM_MSG_HELLO) {
 		pm_conn_drop(c, "first message is not hello");
 		return;

@@ -339,7 +339,10 @@ root_and_one_more() {
 	grep -qx "${PM_TESTBED_PREFIX}3,${PM_TESTBED_PREFIX}4,${PM_TESTBED_PREFIX}2" "$STATE"/*/0.exclude
 }
 
-@test "spares: a DDP (gloo) job survives a node crash and ends with the same loss as a run without" {
+# A DDP job saving its state to procmgr every step; rank R's node crashed
+# while that rank waits at step 25 (the others block in its collective).
+# Node i's buddy is node (i+3)%6 (half the ring away, spares included).
+ddp_spare() { # name, rank to crash
 	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
 		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
 	ddp() { # name, then VAR=VALUE for the ranks
@@ -350,18 +353,42 @@ root_and_one_more() {
 	}
 	loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	ddp plain || { cat "$W/plain.out"; false; }
-	ddp crash CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	ddp "$1" CRASH_RANK=$2 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
 	local pid=$!
-	wait_until 120 test -e "$W/crashed" || { cat "$W/crash.out"; false; }
-	crash 1
+	wait_until 120 test -e "$W/crashed" || { cat "$W/$1.out"; false; }
+	crash "$2"
 	wait $pid || rc=$?
-	cat "$W/plain.out" "$W/crash.out"
+	cat "$W/plain.out" "$W/$1.out"
+	cat "$STATE"/*/0.*.log | grep "state replication" || true
 	echo "srun returned ${rc:-0}"
-	echo "# final loss: $(loss plain) unbroken, $(loss crash) after a node crash" >&3
+	echo "# final loss: $(loss plain) unbroken, $(loss "$1") after a node crash" >&3
+	grep "rank $2 gen 1\] resumed\|every rank training again" "$W/$1.out" | sed 's/^/# /' >&3
 	[ -n "$(loss plain)" ]
-	[ "$(loss plain)" = "$(loss crash)" ]
-	grep -q "lost node ${PM_TESTBED_PREFIX}2 (.*); its rank 1 move to spare ${PM_TESTBED_PREFIX}5" "$W/crash.out"
-	[ "$(grep -c "gen 1\] resumed from step 20 " "$W/crash.out")" -eq 4 ]
+	[ "$(loss plain)" = "$(loss "$1")" ]
+	grep -q "lost node ${PM_TESTBED_PREFIX}$(($2 + 1)) (.*); its rank $2 move to spare ${PM_TESTBED_PREFIX}5" "$W/$1.out"
+	# Every rank from procmgr's memory, the spare's from the buddy's copy
+	# of the lost node's rank: not from the disk's step 20.
+	[ "$(grep -c "gen 1\] resumed from step 25 (procmgr's copy" "$W/$1.out")" -eq 4 ]
+	! grep -q "resumed from step 20" "$W/$1.out"
+	job=$(last_job)
+	events "$job" 0 | grep '"event":"state_re'
+	events "$job" 0 | grep -q '"event":"state_replicated"'
+	events "$job" 0 | grep '"event":"state_restored"' | grep "\"rank\":$2," |
+		grep -q '"node":"'"${PM_TESTBED_PREFIX}5"'".*"train_step":25,.*"from_node":"'"${PM_TESTBED_PREFIX}$(($2 + 1))"'"'
+}
+
+@test "spares: a DDP (gloo) job survives a node crash; the spare, its buddy, has its state; same loss as a run without" {
+	# Node 1's buddy is node 4, the spare that takes its slot: the
+	# replicas are there already.
+	ddp_spare crash1 1
+	grep -q "state replication: node ${PM_TESTBED_PREFIX}2 lost; its state is here already" "$STATE"/*/0.4.log
+}
+
+@test "spares: a DDP (gloo) job survives a node crash; its buddy hands the state to the spare; same loss as a run without" {
+	# Node 2's buddy is node 5; the spare that takes its slot is node 4.
+	ddp_spare crash2 2
+	grep -q "state replication: node ${PM_TESTBED_PREFIX}3 lost, its state (.* blobs) to the spare ${PM_TESTBED_PREFIX}5" "$STATE"/*/0.5.log
+	grep -q "handed us node ${PM_TESTBED_PREFIX}3's state" "$STATE"/*/0.4.log
 }
 
 # procmgr status --json counts at least N standbys ready (the spares' too).

@@ -9,7 +9,10 @@ limit   a save over the site's per-rank limit is refused, the rank goes
         on and saves again within it.
 hold    saves 'secret', says so, waits for GO (a file), loads it again and
         says whether it is intact.
-fill    saves MIB MiB (argv[2]), says so, waits for GO.
+fill    saves MIB MiB (argv[2]), waits until the buddy holds it (safe),
+        says so, waits for GO.
+safe    saves 'model' and says what saved() says at once and once the
+        buddy node acknowledged the version (procmgr.saved()'s safe).
 """
 import os
 import signal
@@ -33,6 +36,16 @@ def wait_go():
     go = os.environ["GO"]
     while not os.path.exists(go):
         time.sleep(0.05)
+
+
+def wait_safe(name, version, limit=60):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        s = procmgr.saved()[name]
+        if s["version"] == version and s["safe"]:
+            return time.monotonic() - t0
+        time.sleep(0.01)
+    return None
 
 
 def main():
@@ -73,9 +86,24 @@ def main():
         return 0
     if mode == "fill":
         mib = int(sys.argv[2])
-        procmgr.save("fill", bytearray(mib << 20), step=1)
+        v = procmgr.save("fill", bytearray(mib << 20), step=1)
+        if wait_safe("fill", v) is None:
+            log("NOT SAFE after 60 s")
+            return 1
         log("saved %d MiB" % mib)
         wait_go()
+        return 0
+    if mode == "safe":
+        v = procmgr.save("model", b"m" * n, step=7)
+        log("saved version %d, safe at once: %s" % (v, procmgr.saved()["model"]["safe"]))
+        took = wait_safe("model", v)
+        if took is None:
+            log("version %d NOT SAFE after 60 s" % v)
+            return 1
+        log("version %d safe: True (the buddy holds it)" % v)
+        v = procmgr.save("model", b"n" * n, step=8)
+        log("version %d safe at once: %s" % (v, procmgr.saved()["model"]["safe"]))
+        log("version %d safe: %s" % (v, wait_safe("model", v) is not None))
         return 0
     return 2
 

@@ -39,6 +39,19 @@ static void test_round_trip(void **state)
 	assert_int_equal(pm_hs_format(&a, buf, sizeof(buf)), 0);
 	assert_int_equal(pm_hs_parse(buf, &b), 0);
 	assert_int_equal(b.kind, PM_HS_WELCOME);
+	/* The buddy link's kinds (state replication) are their own words. */
+	a = sample(PM_HS_BUDDY);
+	assert_int_equal(pm_hs_format(&a, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, " buddy job="));
+	assert_int_equal(pm_hs_parse(buf, &b), 0);
+	assert_int_equal(b.kind, PM_HS_BUDDY);
+	a = sample(PM_HS_BUDDY_WELCOME);
+	assert_int_equal(pm_hs_format(&a, buf, sizeof(buf)), 0);
+	assert_int_equal(pm_hs_parse(buf, &b), 0);
+	assert_int_equal(b.kind, PM_HS_BUDDY_WELCOME);
+	a.kind = PM_HS_KINDS;
+	assert_int_equal(pm_hs_format(&a, buf, sizeof(buf)), -1);
+	a.kind = PM_HS_BUDDY_WELCOME;
 	/* Too small a buffer is an error, never a cut payload. */
 	assert_int_equal(pm_hs_format(&a, buf, 40), -1);
 }

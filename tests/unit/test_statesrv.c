@@ -299,7 +299,8 @@ static void stat_file(const char *root, int pid, const char *comm, int ppid)
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
 	assert_non_null(f = fopen(path, "w"));
-	fprintf(f, "%d (%s) S %d 1 1 0 -1\n", pid, comm, ppid);
+	fprintf(f, "%d (%s) S %d 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 %d 100 10\n", pid,
+		comm, ppid, 1000 + pid);
 	fclose(f);
 }
 
@@ -321,6 +322,16 @@ static void test_peer_index(void **state)
 	assert_int_equal(pm_state_peer_index(root, 90, sup, 3), -1); /* gone */
 	assert_int_equal(pm_state_peer_index(root, 60, sup, 1), -1);
 	assert_int_equal(pm_state_peer_index("/proc", getpid(), (pid_t[]){ getppid() }, 1), 0);
+	/* The start time, read past a name that lies. */
+	{
+		uint64_t t = 0, me = 0, parent = 0;
+		assert_int_equal(pm_state_peer_start(root, 70, &t), 0);
+		assert_int_equal(t, 1070);
+		assert_int_equal(pm_state_peer_start(root, 90, &t), -1);
+		assert_int_equal(pm_state_peer_start("/proc", getpid(), &me), 0);
+		assert_int_equal(pm_state_peer_start("/proc", getppid(), &parent), 0);
+		assert_true(parent <= me);
+	}
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);

@@ -126,7 +126,7 @@ static void test_constants(void **state)
 	assert_int_equal(PM_WIRE_FIXED, 5 * 4 + 2);
 	assert_int_equal(PM_WIRE_FRAME_MAX, 8 + 22 + 4096);
 	assert_int_equal(PM_MSG_HELLO, 1);
-	assert_int_equal(PM_MSG_TYPE_MAX, 32);
+	assert_int_equal(PM_MSG_TYPE_MAX, 33);
 }
 
 static void test_names(void **state)
@@ -151,6 +151,7 @@ static void test_names(void **state)
 		[PM_MSG_TRIAL_START] = "trial-start", [PM_MSG_TRIAL_STOP] = "trial-stop",
 		[PM_MSG_TRIAL_EXIT] = "trial-exit",
 		[PM_MSG_RANK_STANDBY] = "rank-standby",
+		[PM_MSG_BUDDY] = "buddy",
 	};
 	int t;
 

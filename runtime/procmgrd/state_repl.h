@@ -1,0 +1,44 @@
+/* procmgrd's buddy replication of the ranks' state (state_repl.c): the
+ * link to this node's buddy, the links of the nodes that replicate here,
+ * and a lost node's state handed to the spare that takes its slot. */
+#ifndef PM_STATE_REPL_H
+#define PM_STATE_REPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pm_step;
+struct pm_conn;
+struct pm_msg;
+struct pm_state_store;
+struct pm_state_repl;
+
+/* How long a spare's ranks' loads wait for the lost node's state from its
+ * buddy before they go on without it. */
+#define PM_REPL_AWAIT_MS 60000
+/* The replication's bandwidth bound per node, bytes per second (0: none):
+ * a background copy that leaves the rest of the link to training. */
+#define PM_REPL_RATE_DEFAULT (1024ull << 20)
+
+/* NULL on failure (no replication; the store works without it). */
+struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store *st,
+					uint64_t rate);
+void pm_state_repl_free(struct pm_state_repl *r);
+/* A rank committed a version: it goes to the buddy in the background. */
+void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uint64_t version);
+/* The replacements applied since the last call (g->repl), and the spare's
+ * wait: true while this node's loads should wait for a lost node's state. */
+void pm_state_repl_sync(struct pm_step *s);
+bool pm_state_repl_waiting(struct pm_step *s);
+/* tree_link.c: a first frame of type BUDDY on the tree port: 1 if it was
+ * (answered, and the socket taken or refused), 0 otherwise. */
+int pm_state_repl_hello(struct pm_step *s, struct pm_conn *c, const struct pm_msg *m);
+void pm_state_repl_counts(const struct pm_state_repl *r, uint64_t *replicated,
+			  uint64_t *received, long *buddy);
+
+/* state_link.c's side. */
+struct pm_state_repl *pm_state_link_repl(struct pm_step *s);
+/* Loads that waited for a lost node's state are served now. */
+void pm_state_link_resume(struct pm_step *s);
+
+#endif
