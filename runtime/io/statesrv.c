@@ -194,48 +194,47 @@ void pm_statesrv_closed(struct pm_state_store *st, struct pm_state_peer *p)
 	p->ticket = 0;
 }
 
-static pid_t parent_of(const char *procroot, pid_t pid)
+/* /proc/PID/stat after "PID (COMM)" (COMM may hold anything, ')'
+ * included), in buf; NULL if it cannot be read. */
+static const char *stat_fields(const char *procroot, pid_t pid, char *buf, size_t len)
 {
-	char path[128], buf[1024], *rp;
+	char path[128], *rp;
 	int fd;
 	ssize_t n;
-	long pp;
 
 	snprintf(path, sizeof(path), "%s/%d/stat", procroot, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
+		return NULL;
 	buf[n] = '\0';
-	/* "PID (COMM) S PPID ...": COMM may hold anything, ')' included. */
 	rp = strrchr(buf, ')');
-	if (!rp || sscanf(rp + 1, " %*c %ld", &pp) != 1 || pp < 0)
+	return rp ? rp + 1 : NULL;
+}
+
+static pid_t parent_of(const char *procroot, pid_t pid)
+{
+	char buf[1024];
+	const char *f = stat_fields(procroot, pid, buf, sizeof(buf));
+	long pp;
+
+	/* "S PPID ..." */
+	if (!f || sscanf(f, " %*c %ld", &pp) != 1 || pp < 0)
 		return -1;
 	return (pid_t)pp;
 }
 
 int pm_state_peer_start(const char *procroot, pid_t pid, uint64_t *ticks)
 {
-	char path[128], buf[1024], *rp;
+	char buf[1024];
+	const char *f = stat_fields(procroot, pid, buf, sizeof(buf));
 	unsigned long long st;
-	int fd;
-	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%d/stat", procroot, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* Field 22, the 20th after "(COMM)". */
-	rp = strrchr(buf, ')');
-	if (!rp || sscanf(rp + 1, " %*c" " %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+	if (!f || sscanf(f, " %*c" " %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
 			  " %*d %*d %*d %*d %*d %*d %llu", &st) != 1)
 		return -1;
 	*ticks = st;

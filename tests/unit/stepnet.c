@@ -2,6 +2,7 @@
 #include "stepnet.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -247,4 +248,36 @@ void rank_hello(struct peer *p, int lrank, int grank)
 	m.rank = grank;
 	m.status = (int)getpid();
 	assert_int_equal(pm_conn_send(p->c, &m), 0);
+}
+
+/* Whether the other end closed fd (EOF), without waiting. */
+bool fd_closed(int fd)
+{
+	char b[64];
+	ssize_t n;
+
+	while ((n = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+bool fd_closed_p(void *arg)
+{
+	return fd_closed(*(int *)arg);
+}
+
+bool rank0_gone(void *arg)
+{
+	return ((struct tnode *)arg)->s.ranks[0] == NULL;
+}
+
+bool rank0_in(void *arg)
+{
+	return ((struct tnode *)arg)->s.ranks[0] != NULL;
+}
+
+void set_text(struct pm_msg *m, int type, const char *text)
+{
+	pm_msg_init(m, type);
+	pm_msg_set_text(m, text);
 }

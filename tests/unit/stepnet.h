@@ -70,5 +70,15 @@ void hello(struct peer *p, unsigned job, int from, int to, int claimed);
 /* A supervisor's link to t, and its RANK_HELLO. */
 void rank_pair(struct tnode *t, struct peer *p);
 void rank_hello(struct peer *p, int lrank, int grank);
+/* Whether the other end closed fd (EOF), without waiting; the same for
+ * pm_pump (arg: an int *). */
+bool fd_closed(int fd);
+bool fd_closed_p(void *arg);
+/* For pm_pump (arg: a struct tnode *): its local rank 0's supervisor gone,
+ * or connected. */
+bool rank0_gone(void *arg);
+bool rank0_in(void *arg);
+/* A message of type with text. */
+void set_text(struct pm_msg *m, int type, const char *text);
 
 #endif

@@ -366,11 +366,6 @@ static void test_liveness(void **state)
 
 /* ---- the ranks' links ---- */
 
-static bool rank0_in(void *arg)
-{
-	return ((struct tnode *)arg)->s.ranks[0] != NULL;
-}
-
 static bool over(void *arg)
 {
 	return pm_gen_over(&((struct tnode *)arg)->s.gen);

@@ -37,31 +37,6 @@ static bool npending_is(void *arg)
 	return ((struct tnode *)arg)->s.npending == want;
 }
 
-/* Whether the other end closed fd (EOF), without waiting. */
-static bool fd_closed(int fd)
-{
-	char b[64];
-	ssize_t n;
-
-	while ((n = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
-		;
-	return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-static bool fd_closed_p(void *arg)
-{
-	return fd_closed(*(int *)arg);
-}
-
-static bool rank0_gone(void *arg)
-{
-	return ((struct tnode *)arg)->s.ranks[0] == NULL;
-}
-
-static bool rank0_in(void *arg)
-{
-	return ((struct tnode *)arg)->s.ranks[0] != NULL;
-}
 
 /* ---- the door (gate.c) ---- */
 
@@ -207,12 +182,6 @@ static char *slurp(const char *path)
 	buf[n] = '\0';
 	fclose(f);
 	return buf;
-}
-
-static void set_text(struct pm_msg *m, int type, const char *text)
-{
-	pm_msg_init(m, type);
-	pm_msg_set_text(m, text);
 }
 
 /* The root writes saves and restores to the event log (its own and those

@@ -32,36 +32,6 @@
 #include "pump.h"
 #include "stepnet.h"
 
-static bool fd_closed(int fd)
-{
-	char b[64];
-	ssize_t n;
-
-	while ((n = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
-		;
-	return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-static bool fd_closed_p(void *arg)
-{
-	return fd_closed(*(int *)arg);
-}
-
-static bool rank0_gone(void *arg)
-{
-	return ((struct tnode *)arg)->s.ranks[0] == NULL;
-}
-
-static bool rank0_in(void *arg)
-{
-	return ((struct tnode *)arg)->s.ranks[0] != NULL;
-}
-
-static void set_text(struct pm_msg *m, int type, const char *text)
-{
-	pm_msg_init(m, type);
-	pm_msg_set_text(m, text);
-}
 
 /* The root writes saves and restores to the event log (its own and those
  * a child relays), and only those names; other nodes send them up. */
