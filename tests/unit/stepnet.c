@@ -281,3 +281,17 @@ void set_text(struct pm_msg *m, int type, const char *text)
 	pm_msg_init(m, type);
 	pm_msg_set_text(m, text);
 }
+
+char *slurp(const char *path)
+{
+	static char buf[16384];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}

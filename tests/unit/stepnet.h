@@ -78,6 +78,8 @@ bool fd_closed_p(void *arg);
  * or connected. */
 bool rank0_gone(void *arg);
 bool rank0_in(void *arg);
+/* A file's text (up to 16 KiB, until the next call); NULL if unreadable. */
+char *slurp(const char *path);
 /* A message of type with text. */
 void set_text(struct pm_msg *m, int type, const char *text);
 

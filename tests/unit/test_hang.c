@@ -28,20 +28,6 @@ static void has(const char *text, const char *what)
 		fail_msg("'%s' not in '%s'", what, text ? text : "(null)");
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[16384];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* What supervisor lrank of node left at the hang (rank/rank_stack.h). */
 static void left_stack(int node, int lrank, const char *raw)
 {

@@ -170,20 +170,6 @@ static void rmtmp(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[16384];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* The root writes saves and restores to the event log (its own and those
  * a child relays), and only those names; other nodes send them up. */
 static void test_state_events(void **state)
