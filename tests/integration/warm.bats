@@ -144,16 +144,20 @@ PY
 	[ "$(grep -c "procmgr-warm=python: the command is not a python interpreter (/bin/true)" "$W/err")" -eq 2 ]
 }
 
+# examples/ddp_train.py through examples/train.sbatch, 40 steps, a disk
+# checkpoint every 10, its output in $W/NAME.out; bounded by SECONDS.
+ddp_train() { # SECONDS NAME SBATCH-OPTIONS VAR=VALUE...
+	local secs=$1 name=$2 opt=$3; shift 3
+	timeout "$secs" env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+		sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
+		--steps 40 --ckpt-every 10
+}
+final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+
 @test "DDP example, warm: a crash at step 25 resumes from the standbys and ends with the unbroken run's loss" {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
-	train() { # NAME SBATCH-OPTION VAR=VALUE...
-		local name=$1 opt=$2; shift 2
-		timeout 180 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
-			sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
-			--steps 40 --ckpt-every 10
-	}
-	final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	train() { ddp_train 180 "$@"; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
 	train crash --procmgr-warm=on CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" \
 		CRASH_GO="$W/go" &
@@ -175,13 +179,7 @@ PY
 @test "DDP example, warm: a rank stopped for real (SIGSTOP) is judged hung; the restart hands every rank its standby, same loss as unbroken" {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
-	train() { # NAME SBATCH-OPTIONS VAR=VALUE...
-		local name=$1 opt=$2; shift 2
-		timeout 240 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
-			sbatch --wait --quiet $opt -o "$W/$name.out" "$top/examples/train.sbatch" \
-			--steps 40 --ckpt-every 10
-	}
-	final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
+	train() { ddp_train 240 "$@"; }
 	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
 		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
