@@ -34,6 +34,10 @@ def _sock():
     # One connection per process (a fork makes its own): procmgr knows the
     # rank by the process that connected.
     if _conn is None or _conn_pid != os.getpid():
+        if _conn is not None:
+            # A fork's copy of the parent's connection: closing it here
+            # leaves the parent's open.
+            _drop()
         path = os.environ.get(_ENV_STATE_SOCK)
         if not path:
             return None
@@ -79,7 +83,116 @@ def _nbytes(buffer):
     return memoryview(buffer).cast("B").nbytes
 
 
-def save(name, buffer, step=0):
+# The next version's memory file of each name, allocated in the background
+# after a save (name -> _Prepared), so that the next save only copies: a
+# fresh file's pages are allocated and zeroed on first touch, which cost
+# the training loop 2-7 copies' time per save (bench/README.md, "State in
+# memory"). It is this process's own memory: one more copy of each saved
+# name while the rank runs, gone with the process.
+_prepared = {}
+
+
+class _Prepared:
+    def __init__(self, name, size):
+        self.pid = os.getpid()
+        self.size = size
+        self.fd = -1
+        self.error = None
+        self.thread = threading.Thread(target=self._run, args=(name,),
+                                       name="procmgr-prepare", daemon=True)
+        self.thread.start()
+
+    def _run(self, name):
+        fd = -1
+        try:
+            fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, self.size)
+            if self.size:
+                os.posix_fallocate(fd, 0, self.size)
+            self.fd, fd = fd, -1
+        except OSError as e:
+            self.error = e
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def take(self):
+        """The prepared descriptor (the caller owns it), or -1."""
+        self.thread.join()
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def drop(self):
+        fd = self.take()
+        if fd >= 0:
+            os.close(fd)
+
+
+def _prepare_wanted():
+    return os.environ.get("PROCMGR_STATE_PREPARE", "1") != "0"
+
+
+def _take_prepared(name, size):
+    """A memory file of size bytes for name's next version: the prepared
+    one when there is one (this process's: a fork's child has its own),
+    else a fresh one."""
+    p = _prepared.pop(name, None)
+    fd = -1
+    if p is not None:
+        if p.pid == os.getpid():
+            fd = p.take()
+        else:
+            # The parent's thread and descriptor: not this process's to use.
+            p.fd = -1
+    if fd < 0:
+        fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        if os.fstat(fd).st_size != size:
+            os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+_PARALLEL_MIN = 16 << 20
+
+
+def _pwrite_part(fd, view, start, end, errors):
+    try:
+        n = start
+        while n < end:
+            n += os.pwrite(fd, view[n:end], n)
+    except OSError as e:
+        errors.append(e)
+
+
+def _write_all(fd, view):
+    """view's bytes into fd from offset 0. write(), not a mapping: a fresh
+    shared mapping takes a page fault per 4 KiB page (bench/state: many
+    times slower). A large buffer is written by a thread per CPU (up to 4),
+    each a part: one copy's CPU time, shared out as torch shares its own
+    copies (pwrite releases the GIL)."""
+    size = view.nbytes
+    parts = min(4, os.cpu_count() or 1) if size >= _PARALLEL_MIN else 1
+    errors = []
+    if parts == 1:
+        _pwrite_part(fd, view, 0, size, errors)
+    else:
+        step = (size // parts + 4095) & ~4095
+        bounds = [(i * step, min(size, (i + 1) * step)) for i in range(parts)]
+        threads = [threading.Thread(target=_pwrite_part, args=(fd, view, a, b, errors))
+                   for a, b in bounds[1:] if a < b]
+        for t in threads:
+            t.start()
+        _pwrite_part(fd, view, *bounds[0], errors)
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
+def save(name, buffer, step=0, prepare=None):
     """Keep buffer (bytes, bytearray, memoryview, numpy array: anything with
     the buffer protocol) as this rank's latest version of name, in procmgr's
     memory on this node. One copy, into a memory file whose descriptor
@@ -91,11 +204,18 @@ def save(name, buffer, step=0):
     whole number) is recorded with the version: procmgr's events say how
     old a restored version is and how many steps a failure lost.
 
+    prepare (default: True unless PROCMGR_STATE_PREPARE=0): after the save,
+    allocate the next version's memory file in a background thread, so that
+    the next save of name is one copy into memory already there. It costs
+    one more copy of name's size in this process's memory.
+
     Returns the version number (1, 2, ...), or None outside procmgr.
     Raises StateError when procmgr refuses it (over the site's limit per
     rank or per node: the message names the limit); the rank may go on."""
     if not available():
         return None
+    if prepare is None:
+        prepare = _prepare_wanted()
     view = memoryview(buffer).cast("B")
     size = view.nbytes
     with _lock:
@@ -103,13 +223,8 @@ def save(name, buffer, step=0):
         ticket = int(text.split()[1])
         fd = -1
         try:
-            fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-            os.ftruncate(fd, size)
-            # write(), not a mapping: a fresh shared mapping takes a page
-            # fault per 4 KiB page (bench/state: many times slower).
-            n = 0
-            while n < size:
-                n += os.pwrite(fd, view[n:], n)
+            fd = _take_prepared(name, size)
+            _write_all(fd, view)
             text, _ = _ask("commit %d %d" % (ticket, int(step)), fd)
         except BaseException:
             try:
@@ -120,6 +235,8 @@ def save(name, buffer, step=0):
         finally:
             if fd >= 0:
                 os.close(fd)
+        if prepare:
+            _prepared[name] = _Prepared(name, size)
         return int(text.split()[1])
 
 

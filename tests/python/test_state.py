@@ -1,0 +1,185 @@
+"""procmgr.save's prepared memory file: the next version's file is allocated
+in the background after a save, and the next save writes into it.
+
+The other end is a small double of procmgrd's state socket (the real one is
+tested with procmgrd in tests/integration/state.bats): SOCK_SEQPACKET, the
+same request lines and replies, the committed descriptor kept and sealed as
+procmgrd seals it (F_SEAL_SHRINK|GROW|WRITE), which fails if anyone still
+maps the file writable."""
+import fcntl
+import os
+import socket
+import tempfile
+import threading
+import unittest
+from unittest import mock
+
+from procmgr import state
+
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+
+
+class FakeStateServer:
+    """begin/commit/abort as procmgrd answers them; commits() lists
+    (name, step, fd) of what was kept, the descriptors sealed."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.bind(path)
+        self.sock.listen(4)
+        self.kept = []
+        self.tickets = {}
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn):
+        with conn:
+            while True:
+                msg, fds, _, _ = socket.recv_fds(conn, 4096, 1)
+                if not msg:
+                    return
+                words = msg.decode().split()
+                if words[0] == "begin":
+                    t = len(self.tickets) + 1
+                    self.tickets[t] = (words[1], int(words[2]))
+                    conn.send(b"ok %d" % t)
+                elif words[0] == "commit":
+                    name, size = self.tickets.pop(int(words[1]))
+                    fd = fds[0]
+                    if os.fstat(fd).st_size != size:
+                        os.close(fd)
+                        conn.send(b"err size")
+                        continue
+                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+                    self.kept.append((name, int(words[2]), fd))
+                    conn.send(b"ok %d" % sum(1 for k in self.kept if k[0] == name))
+                elif words[0] == "abort":
+                    self.tickets.pop(int(words[1]), None)
+                    conn.send(b"ok")
+                else:
+                    conn.send(b"err unknown")
+
+    def content(self, i):
+        fd = self.kept[i][2]
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+
+    def close(self):
+        self.sock.close()
+        for _, _, fd in self.kept:
+            os.close(fd)
+
+
+def ino(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+class PreparedSave(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "state.sock")
+        self.server = FakeStateServer(path)
+        self.env = mock.patch.dict(os.environ, {"PROCMGR_STATE_SOCK": path})
+        self.env.start()
+        state._drop()
+
+    def tearDown(self):
+        for p in list(state._prepared.values()):
+            p.drop()
+        state._prepared.clear()
+        state._drop()
+        self.env.stop()
+        self.server.close()
+        self.dir.cleanup()
+
+    def prepared_fd(self, name):
+        p = state._prepared[name]
+        p.thread.join()
+        self.assertIsNone(p.error)
+        return p.fd
+
+    def test_next_save_writes_into_the_prepared_file(self):
+        self.assertEqual(state.save("model", b"a" * 100000, step=1), 1)
+        fd = self.prepared_fd("model")
+        # Allocated ahead: its blocks are there before the next save.
+        st = os.fstat(fd)
+        self.assertEqual(st.st_size, 100000)
+        self.assertGreaterEqual(st.st_blocks * 512, 100000)
+        before = ino(fd)
+        self.assertEqual(state.save("model", b"b" * 100000, step=2), 2)
+        self.assertEqual(ino(self.server.kept[1][2]), before)
+        self.assertEqual(self.server.content(1), b"b" * 100000)
+        # The first version is untouched by the second save.
+        self.assertEqual(self.server.content(0), b"a" * 100000)
+
+    def test_a_new_size_is_written_whole(self):
+        state.save("opt", b"x" * 50000)
+        state.save("opt", b"yz" * 40000)
+        self.assertEqual(self.server.content(1), b"yz" * 40000)
+        state.save("opt", b"q" * 10)
+        self.assertEqual(self.server.content(2), b"q" * 10)
+
+    def test_a_large_buffer_is_written_whole_in_parts(self):
+        # Over state._PARALLEL_MIN: written by several threads, each a part;
+        # an odd size so the last part is short.
+        data = bytes(range(256)) * ((20 << 20) // 256) + b"tail!"
+        self.assertGreater(len(data), state._PARALLEL_MIN)
+        state.save("big", data)
+        state.save("big", data[::-1])
+        self.assertEqual(self.server.content(0), data)
+        self.assertEqual(self.server.content(1), data[::-1])
+
+    def test_no_prepare_keeps_no_file(self):
+        state.save("a", b"1" * 4096, prepare=False)
+        self.assertNotIn("a", state._prepared)
+        with mock.patch.dict(os.environ, {"PROCMGR_STATE_PREPARE": "0"}):
+            state.save("b", b"2" * 4096)
+        self.assertNotIn("b", state._prepared)
+        self.assertEqual(self.server.content(1), b"2" * 4096)
+
+    def test_a_forked_child_does_not_write_into_its_parents_file(self):
+        state.save("m", b"p" * 8192)
+        parent = ino(self.prepared_fd("m"))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                state.save("m", b"c" * 8192)
+                os.write(w, b"ok")
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.assertEqual(os.read(r, 2), b"ok")
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        # The child's save came in a file of its own: the parent's prepared
+        # file still holds nothing written and is the parent's next one.
+        self.assertNotEqual(ino(self.server.kept[1][2]), parent)
+        self.assertEqual(self.server.content(1), b"c" * 8192)
+        self.assertEqual(ino(self.prepared_fd("m")), parent)
+        state.save("m", b"n" * 8192)
+        self.assertEqual(ino(self.server.kept[2][2]), parent)
+
+    def test_a_refused_commit_leaves_the_last_version(self):
+        state.save("r", b"1" * 4096)
+        with mock.patch.object(state, "_take_prepared", side_effect=OSError("no memory")):
+            with self.assertRaises(OSError):
+                state.save("r", b"2" * 4096)
+        self.assertEqual(len(self.server.kept), 1)
+        self.assertEqual(self.server.tickets, {})
+
+
+if __name__ == "__main__":
+    unittest.main()
