@@ -61,6 +61,14 @@ class FakeStateServer:
                     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
                     self.kept.append((name, int(words[2]), fd))
                     conn.send(b"ok %d" % sum(1 for k in self.kept if k[0] == name))
+                elif words[0] == "load":
+                    mine = [k for k in self.kept if k[0] == words[1]]
+                    if not mine:
+                        conn.send(b"none")
+                        continue
+                    fd = mine[-1][2]
+                    reply = b"ok %d %d %d 0" % (len(mine), os.fstat(fd).st_size, mine[-1][1])
+                    socket.send_fds(conn, [reply], [fd])
                 elif words[0] == "abort":
                     self.tickets.pop(int(words[1]), None)
                     conn.send(b"ok")
@@ -136,6 +144,15 @@ class PreparedSave(unittest.TestCase):
         state.save("big", data[::-1])
         self.assertEqual(self.server.content(0), data)
         self.assertEqual(self.server.content(1), data[::-1])
+
+    def test_load_maps_the_latest_version(self):
+        self.assertIsNone(state.load("w"))
+        state.save("w", b"old" * 5000, step=3)
+        state.save("w", b"new" * 5000, step=4)
+        view, info = state.load_info("w")
+        self.assertEqual(bytes(view), b"new" * 5000)
+        self.assertEqual((info["version"], info["size"], info["step"]), (2, 15000, 4))
+        view.release()
 
     def test_no_prepare_keeps_no_file(self):
         state.save("a", b"1" * 4096, prepare=False)
