@@ -25,10 +25,10 @@ import os
 import socket
 import time
 
-from .state import StateError, save, load, load_info, saved, save_torch, load_torch
+from .state import Saving, StateError, save, load, load_info, saved, save_torch, load_torch
 
 __all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "local_rank",
-           "world_size", "wait_store", "save", "load", "load_info", "saved", "save_torch",
+           "world_size", "wait_store", "Saving", "save", "load", "load_info", "saved", "save_torch",
            "load_torch", "StateError"]
 
 _ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"

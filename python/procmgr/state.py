@@ -192,7 +192,40 @@ def _write_all(fd, view):
         raise errors[0]
 
 
-def save(name, buffer, step=0, prepare=None):
+class Saving:
+    """A save running in the background (save(..., wait=False)). The
+    buffer must not change until wait() returns: the copy reads it."""
+
+    def __init__(self, run):
+        self._version = None
+        self._error = None
+        self._thread = threading.Thread(target=self._run, args=(run,),
+                                        name="procmgr-save", daemon=True)
+        self._thread.start()
+
+    def _run(self, run):
+        try:
+            self._version = run()
+        except BaseException as e:  # handed to wait()'s caller
+            self._error = e
+
+    def done(self):
+        """True once the save has ended (kept or refused)."""
+        return not self._thread.is_alive()
+
+    def wait(self, timeout=None):
+        """The version kept (None outside procmgr); raises what save would
+        have raised (StateError: refused). timeout: seconds, then
+        TimeoutError with the save still running."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("procmgr.save still copying after %s s" % timeout)
+        if self._error is not None:
+            raise self._error
+        return self._version
+
+
+def save(name, buffer, step=0, prepare=None, wait=True):
     """Keep buffer (bytes, bytearray, memoryview, numpy array: anything with
     the buffer protocol) as this rank's latest version of name, in procmgr's
     memory on this node. One copy, into a memory file whose descriptor
@@ -209,9 +242,18 @@ def save(name, buffer, step=0, prepare=None):
     the next save of name is one copy into memory already there. It costs
     one more copy of name's size in this process's memory.
 
+    wait=False: the copy and the hand-over run in a background thread and
+    save returns a Saving at once; the training step goes on (a forward and
+    backward pass read the parameters, they do not change them) and calls
+    its wait() before anything changes buffer (before optimizer.step). A
+    process that ends before wait() returned may lose that version; the
+    previous one stays.
+
     Returns the version number (1, 2, ...), or None outside procmgr.
     Raises StateError when procmgr refuses it (over the site's limit per
     rank or per node: the message names the limit); the rank may go on."""
+    if not wait:
+        return Saving(lambda: save(name, buffer, step, prepare))
     if not available():
         return None
     if prepare is None:

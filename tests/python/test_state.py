@@ -47,7 +47,9 @@ class FakeStateServer:
                 if not msg:
                     return
                 words = msg.decode().split()
-                if words[0] == "begin":
+                if words[0] == "begin" and words[1].startswith("refuse"):
+                    conn.send(b"err state_max_rank: 4096 bytes per rank; this save needs more")
+                elif words[0] == "begin":
                     t = len(self.tickets) + 1
                     self.tickets[t] = (words[1], int(words[2]))
                     conn.send(b"ok %d" % t)
@@ -153,6 +155,22 @@ class PreparedSave(unittest.TestCase):
         self.assertEqual(bytes(view), b"new" * 5000)
         self.assertEqual((info["version"], info["size"], info["step"]), (2, 15000, 4))
         view.release()
+
+    def test_a_save_in_the_background(self):
+        data = bytearray(b"s" * 200000)
+        h = state.save("bg", data, step=9, wait=False)
+        self.assertIsInstance(h, state.Saving)
+        self.assertEqual(h.wait(timeout=30), 1)
+        self.assertTrue(h.done())
+        self.assertEqual(self.server.content(0), bytes(data))
+        self.assertEqual(self.server.kept[0][1], 9)
+
+    def test_a_refusal_in_the_background_reaches_wait(self):
+        h = state.save("refuse-me", b"x" * 8192, wait=False)
+        with self.assertRaises(state.StateError) as e:
+            h.wait(timeout=30)
+        self.assertIn("state_max_rank", str(e.exception))
+        self.assertEqual(self.server.kept, [])
 
     def test_no_prepare_keeps_no_file(self):
         state.save("a", b"1" * 4096, prepare=False)
