@@ -211,6 +211,7 @@ exec_procmgrd(spank_t sp, const struct pm_node *n, int ready_fd, pid_t stepd, ch
 	a.srun_node = n->srun_node[0] ? n->srun_node : NULL;
 	a.state_max_rank_mib = pm_g.site.state_max_rank_mib;
 	a.state_max_node_mib = pm_g.site.state_max_node_mib;
+	a.state_repl_mib_s = pm_g.site.state_repl_mib_s;
 	if (pm_daemon_args_format(&a, pm_g.site.runtime, argv, PM_DAEMON_ARGV_MAX, buf,
 				  buflen, err, sizeof(err)))
 		child_fails(ready_fd, "%s", err);

@@ -259,6 +259,7 @@ static const struct flag flags[] = {
 	{ "srun-node", STR, F(srun_node), 0, 255, false },
 	{ "state-max-rank", UINT, F(state_max_rank_mib), 0, 1u << 30, false },
 	{ "state-max-node", UINT, F(state_max_node_mib), 0, 1u << 30, false },
+	{ "state-repl-rate", UINT, F(state_repl_mib_s), 0, 1u << 30, false },
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 
@@ -277,6 +278,7 @@ void pm_daemon_args_init(struct pm_daemon_args *a)
 	a->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
 	a->state_max_rank_mib = PM_DEFAULT_STATE_MAX_RANK_MIB;
 	a->state_max_node_mib = PM_DEFAULT_STATE_MAX_NODE_MIB;
+	a->state_repl_mib_s = PM_DEFAULT_STATE_REPL_MIB_S;
 }
 
 static void *field(const struct pm_daemon_args *a, const struct flag *f)

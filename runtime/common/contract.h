@@ -183,6 +183,7 @@ struct pm_daemon_args {
 	const char *srun_node;
 	unsigned state_max_rank_mib; /* the ranks' state in memory: per rank */
 	unsigned state_max_node_mib; /* and per node */
+	unsigned state_repl_mib_s;   /* the copy to the buddy: MiB/s; 0: no bound */
 };
 
 /* The longest node list of a step procmgr takes (SLURM_STEP_NODELIST):

@@ -100,6 +100,7 @@ struct pm_site {
 	unsigned job_dir_keep_ms;   /* state_dir/JOB after the job's end; 0: removed then */
 	unsigned state_max_rank_mib; /* the ranks' state procmgrd keeps: per rank */
 	unsigned state_max_node_mib; /* per node; 0: none kept */
+	unsigned state_repl_mib_s;  /* the copy to the buddy: MiB/s; 0: no bound */
 };
 
 #define PM_DEFAULT_RESTARTS 3
@@ -135,6 +136,9 @@ struct pm_site {
  * node's shared memory): a site sizes it to what its nodes can spare. */
 #define PM_DEFAULT_STATE_MAX_RANK_MIB 8192
 #define PM_DEFAULT_STATE_MAX_NODE_MIB 32768
+/* 1 GiB/s: a tenth of a 100 Gb/s link, so that the job's own traffic keeps
+ * the rest. */
+#define PM_DEFAULT_STATE_REPL_MIB_S 1024
 #define PM_STATE_MAX_MIB (1u << 30)
 
 /* The user options, by name without the "procmgr-" prefix ("" is the bare

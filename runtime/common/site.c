@@ -218,6 +218,9 @@ static const struct site_key keys[] = {
 	{ "state_max_node", parse_state_max,
 	  "a size from 1M to 1024T (K, M, G, T: powers of 1024; no unit: MiB), or 0 for none",
 	  offsetof(struct pm_site, state_max_node_mib) },
+	{ "state_repl_rate", parse_state_max,
+	  "a size per second from 1M to 1024T (K, M, G, T: powers of 1024; no unit: MiB), or 0 for no bound",
+	  offsetof(struct pm_site, state_repl_mib_s) },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -245,6 +248,7 @@ void pm_site_init(struct pm_site *s)
 	s->connect_timeout_ms = PM_DEFAULT_CONNECT_TIMEOUT_MS;
 	s->state_max_rank_mib = PM_DEFAULT_STATE_MAX_RANK_MIB;
 	s->state_max_node_mib = PM_DEFAULT_STATE_MAX_NODE_MIB;
+	s->state_repl_mib_s = PM_DEFAULT_STATE_REPL_MIB_S;
 	snprintf(s->state_dir, sizeof(s->state_dir), "/var/spool/procmgr");
 }
 

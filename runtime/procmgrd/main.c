@@ -540,6 +540,8 @@ int main(int argc, char **argv)
 		if (!pm_path_state(state_path, sizeof(state_path), d.rundir) &&
 		    pm_state_link_init(s, state_path, a.state_max_rank_mib, a.state_max_node_mib))
 			pm_log(s, "the ranks' state socket is off (see above)");
+		else
+			pm_state_link_set_rate(s, (uint64_t)a.state_repl_mib_s << 20);
 	}
 	/* With spares any node may become the parent of a node whose own is
 	 * lost; the root listens even alone: the procmgr command asks it. A

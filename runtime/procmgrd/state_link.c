@@ -317,6 +317,12 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 	return 0;
 }
 
+void pm_state_link_set_rate(struct pm_step *s, uint64_t bytes_per_s)
+{
+	if (s->state && s->state->repl)
+		pm_state_repl_set_rate(s->state->repl, bytes_per_s);
+}
+
 void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u)
 {
 	memset(u, 0, sizeof(*u));

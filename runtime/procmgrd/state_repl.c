@@ -446,6 +446,13 @@ static void on_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_repl_pump(r->buddy_link);
 }
 
+void pm_state_repl_set_rate(struct pm_state_repl *r, uint64_t rate)
+{
+	r->rate = rate;
+	r->tokens = 0;
+	r->refill_ms = pm_now_ms();
+}
+
 struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store *st,
 					uint64_t rate)
 {

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/options.h" /* PM_DEFAULT_STATE_REPL_MIB_S */
+
 struct pm_step;
 struct pm_conn;
 struct pm_msg;
@@ -17,13 +19,16 @@ struct pm_state_repl;
  * buddy before they go on without it. */
 #define PM_REPL_AWAIT_MS 60000
 /* The replication's bandwidth bound per node, bytes per second (0: none):
- * a background copy that leaves the rest of the link to training. */
-#define PM_REPL_RATE_DEFAULT (1024ull << 20)
+ * a background copy that leaves the rest of the link to training. The
+ * site's state_repl_rate replaces it (pm_state_repl_set_rate). */
+#define PM_REPL_RATE_DEFAULT ((uint64_t)PM_DEFAULT_STATE_REPL_MIB_S << 20)
 
 /* NULL on failure (no replication; the store works without it). */
 struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store *st,
 					uint64_t rate);
 void pm_state_repl_free(struct pm_state_repl *r);
+/* The bound from now on (the site's state_repl_rate); 0: none. */
+void pm_state_repl_set_rate(struct pm_state_repl *r, uint64_t rate);
 /* A rank committed a version: it goes to the buddy in the background. */
 void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uint64_t version);
 /* The replacements applied since the last call (g->repl), and the spare's

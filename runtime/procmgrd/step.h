@@ -228,6 +228,8 @@ struct pm_state_usage {
 struct pm_state_note;
 int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mib,
 		       unsigned max_node_mib);
+/* The copy to the buddy: at most bytes_per_s (site key state_repl_rate); 0: no bound. */
+void pm_state_link_set_rate(struct pm_step *s, uint64_t bytes_per_s);
 void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u);
 void pm_state_link_free(struct pm_step *s);
 /* transport.c: a save or a restore as the root's event (sent up from

@@ -141,6 +141,20 @@ except OSError as e:
 	wait_until 20 bash -c "[ \$(( \$(sed -n 's/^Shmem: *\([0-9]*\) kB/\1/p' /proc/meminfo) - $before )) -lt $((48 * 1024)) ]"
 }
 
+@test "the site's state_repl_rate bounds the copy to the buddy: 12 MiB at 4 MiB/s take at least 2 s to be safe" {
+	site state_repl_rate=4M
+	run timeout 120 srun -N2 -n2 --ntasks-per-node=1 --procmgr "$PY" "$RANKPY" rate 12
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# A lower bound only (the machine's load can only make it slower): at
+	# the default 1 GiB/s the same copy is safe within milliseconds.
+	for ms in $(sed -n 's/.*12 MiB safe after \([0-9]*\) ms/\1/p' <<<"$output"); do
+		echo "safe after $ms ms"
+		[ "$ms" -ge 2000 ]
+	done
+	[ "$(grep -c "12 MiB safe after" <<<"$output")" -eq 2 ]
+}
+
 @test "a version is safe once the buddy node holds it: procmgr.saved() says so, state_replicated in the events" {
 	run timeout 90 srun -N2 -n2 --ntasks-per-node=1 --procmgr "$PY" "$RANKPY" safe
 	echo "$output"

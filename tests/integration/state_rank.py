@@ -13,6 +13,7 @@ fill    saves MIB MiB (argv[2]), waits until the buddy holds it (safe),
         says so, waits for GO.
 safe    saves 'model' and says what saved() says at once and once the
         buddy node acknowledged the version (procmgr.saved()'s safe).
+rate    saves MIB MiB (argv[2]) and says how long until it was safe.
 """
 import os
 import signal
@@ -104,6 +105,15 @@ def main():
         v = procmgr.save("model", b"n" * n, step=8)
         log("version %d safe at once: %s" % (v, procmgr.saved()["model"]["safe"]))
         log("version %d safe: %s" % (v, wait_safe("model", v) is not None))
+        return 0
+    if mode == "rate":
+        mib = int(sys.argv[2])
+        v = procmgr.save("rated", bytearray(mib << 20), step=1)
+        took = wait_safe("rated", v, limit=120)
+        if took is None:
+            log("NOT SAFE after 120 s")
+            return 1
+        log("%d MiB safe after %d ms" % (mib, took * 1000))
         return 0
     return 2
 

@@ -252,6 +252,7 @@ static void full_args(struct pm_daemon_args *a)
 	a->connect_timeout_ms = 45000;
 	a->state_max_rank_mib = 512;
 	a->state_max_node_mib = 4096;
+	a->state_repl_mib_s = 300;
 }
 
 static void same_str(const char *a, const char *b)
@@ -285,6 +286,7 @@ static void same_args(const struct pm_daemon_args *a, const struct pm_daemon_arg
 	assert_int_equal(a->connect_timeout_ms, b->connect_timeout_ms);
 	assert_int_equal(a->state_max_rank_mib, b->state_max_rank_mib);
 	assert_int_equal(a->state_max_node_mib, b->state_max_node_mib);
+	assert_int_equal(a->state_repl_mib_s, b->state_repl_mib_s);
 }
 
 static int argc_of(char **argv)
@@ -312,7 +314,7 @@ static void test_args_round_trip(void **state)
 	assert_string_equal(argv[3], "--step");
 	assert_string_equal(argv[5], "--node-id");
 	assert_string_equal(argv[6], "2");
-	assert_int_equal(argc_of(argv), 43);
+	assert_int_equal(argc_of(argv), 45);
 	assert_string_equal(argv[31], "--munge-socket");
 	assert_int_equal(pm_daemon_args_parse(&b, argc_of(argv), argv, err, sizeof(err)), 0);
 	same_args(&a, &b);

@@ -1209,6 +1209,17 @@ static void test_site_state_max(void **state)
 	assert_int_equal(s.state_max_node_mib, 0);
 	assert_int_equal(site(&s, "state_max_node=1024T", NULL, NULL), 0);
 	assert_int_equal(s.state_max_node_mib, PM_STATE_MAX_MIB);
+	/* The copy to the buddy's bound: the same sizes, per second. */
+	assert_int_equal(s.state_repl_mib_s, PM_DEFAULT_STATE_REPL_MIB_S);
+	assert_int_equal(site(&s, "state_repl_rate=200M", NULL, NULL), 0);
+	assert_int_equal(s.state_repl_mib_s, 200);
+	assert_int_equal(site(&s, "state_repl_rate=0", NULL, NULL), 0);
+	assert_int_equal(s.state_repl_mib_s, 0);
+	assert_int_equal(site(&s, "state_repl_rate=10G", NULL, NULL), 0);
+	assert_int_equal(s.state_repl_mib_s, 10240);
+	assert_int_equal(site(&s, "state_repl_rate=fast", NULL, NULL), -1);
+	contains(err, "'state_repl_rate'");
+	contains(err, "a size per second from 1M to 1024T");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(site(&s, bad[i], NULL, NULL), -1);
 		contains(err, "'state_max_rank'");
