@@ -1,7 +1,11 @@
-/* The generation state machine: every node's side. What a node says and
- * does on the root's word is here; its reports up are in gen_report.c, its
- * inputs (supervisors, children, parent, timers) in gen_input.c, the root's
- * decisions in decide.c. */
+/* The generation state machine: every node's side, its state and the
+ * primitives every layer above uses: what a node says (the one printer on
+ * srun's stderr) and does on the root's word (STOP, START, FINISH/ABORT).
+ * Layers, each calling only those below it (see docs/design.md):
+ * gen_kids.c (children counting) < spares.c (slots) < gen.c < decide.c
+ * (the root's verdicts, pure), gen_sweep.c, recovery.c < gen_apply.c (the
+ * root applies a verdict) < gen_report.c (reports up) < gen_input.c,
+ * gen_request.c (inputs). */
 #include "gen_int.h"
 
 #include <stdarg.h>
@@ -32,6 +36,15 @@ const char *pm_phase_name(enum pm_phase p)
 	static const char *const names[] = { "starting", "running", "stopping", "delay",
 					     "finished", "aborted" };
 	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
+}
+
+/* "all 8 ranks"; "its one rank", not "all 1 ranks". Until the next call. */
+const char *pm_gen_all_ranks(const struct pm_gen *g)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "all %d ranks", pm_gen_world(g));
+	return pm_gen_world(g) == 1 ? "its one rank" : buf;
 }
 
 bool pm_gen_is_root(const struct pm_gen *g)
@@ -95,6 +108,21 @@ int pm_gen_printer(const struct pm_gen *g, int avoid)
 	return i < 0 ? -1 : g->ranks[i].grank;
 }
 
+/* The local rank whose supervisor prints what this node says (say, tell):
+ * rank 0's on node 0; with spares, whichever live rank the node has (rank
+ * 0 may have moved, or the root is a spare). -1: none connected yet. */
+static int speaker(const struct pm_gen *g)
+{
+	int i;
+
+	if (pm_gen_spares(g))
+		return pm_gen_printer_lrank_avoid(g, -1);
+	for (i = 0; i < g->cf.ntasks_local; i++)
+		if (pm_gen_rank_connected(&g->ranks[i]) && g->ranks[i].grank == 0)
+			return i;
+	return -1;
+}
+
 /* A rank can fail before the printer's supervisor has connected (the
  * ranks start as their supervisors come): what the root said meanwhile
  * waits for it, in order, up to PM_SAID_MAX bytes. */
@@ -138,8 +166,7 @@ static void flush_said(struct pm_gen *g, int lrank)
  * before it came is its first output. */
 void pm_gen_said_hello(struct pm_gen *g, int lrank)
 {
-	if (g->said_len && (pm_gen_spares(g) ? pm_gen_printer_lrank_avoid(g, -1) == lrank
-					     : g->ranks[lrank].grank == 0))
+	if (g->said_len && speaker(g) == lrank)
 		flush_said(g, lrank);
 }
 
@@ -149,20 +176,15 @@ static void say(struct pm_gen *g, const char *fmt, va_list ap)
 {
 	struct pm_msg m;
 	char buf[1024];
-	int i, printer = pm_gen_spares(g) ? pm_gen_printer_lrank_avoid(g, -1) : -1;
+	int i = speaker(g);
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	pm_msg_init(&m, PM_MSG_PRINT);
 	pm_msg_set_text(&m, buf);
-	/* Rank 0's supervisor on node 0; with spares, whichever live rank the
-	 * root has (rank 0 may have moved, or the root is a spare). */
-	for (i = 0; i < g->cf.ntasks_local; i++)
-		if (pm_gen_rank_connected(&g->ranks[i]) &&
-		    (pm_gen_spares(g) ? i == printer : g->ranks[i].grank == 0)) {
-			g->cf.ops->send_rank(g->cf.ctx, i, &m);
-			return;
-		}
-	keep_said(g, m.text);
+	if (i >= 0)
+		g->cf.ops->send_rank(g->cf.ctx, i, &m);
+	else
+		keep_said(g, m.text);
 }
 
 void pm_gen_say(struct pm_gen *g, const char *fmt, ...)
@@ -203,11 +225,6 @@ static void arm_stop(struct pm_gen *g, int stage, unsigned ms)
 	g->stop_stage = ms ? stage : 0;
 	if (g->cf.ops->arm_stop && (ms || stage == 0))
 		g->cf.ops->arm_stop(g->cf.ctx, ms);
-}
-
-void arm_stop_off(struct pm_gen *g)
-{
-	arm_stop(g, 0, 0);
 }
 
 void pm_gen_arm_stop(struct pm_gen *g, int stage, unsigned ms)
@@ -334,7 +351,6 @@ void pm_gen_leave(struct pm_gen *g, const char *why)
 void pm_gen_abort_local(struct pm_gen *g, const char *why)
 {
 	struct pm_msg m;
-	int i;
 
 	pm_gen_log(g, "%s", why);
 	if (pm_gen_terminal(g))
@@ -343,10 +359,8 @@ void pm_gen_abort_local(struct pm_gen *g, const char *why)
 	m.gen = g->gen;
 	m.status = 1;
 	pm_msg_set_text(&m, why);
-	/* Said by one rank of this node, where the reason is known. */
-	for (i = 0; i < g->cf.ntasks_local; i++)
-		if (pm_gen_rank_connected(&g->ranks[i]) && (m.rank < 0 || g->ranks[i].grank < m.rank))
-			m.rank = g->ranks[i].grank;
+	/* Said by this node's printer, where the reason is known. */
+	m.rank = pm_gen_printer(g, -1);
 	if (pm_gen_is_root(g))
 		g->cf.ops->event(g->cf.ctx, "give_up", "\"reason\":\"local\"");
 	pm_gen_end(g, &m);
@@ -364,7 +378,7 @@ int pm_gen_init(struct pm_gen *g, const struct pm_gen_config *cf)
 	g->nchildren = pm_tree_children(cf->node, cf->fanout, cf->nnodes, &g->child_first);
 	g->subtree = pm_tree_subtree_size(cf->node, cf->fanout, cf->nnodes);
 	g->root = cf->node == 0;
-	if (pm_gen_spares_init(g)) {
+	if (pm_gen_kids_init(g) || pm_gen_spares_init(g)) {
 		pm_gen_free(g);
 		return -1;
 	}
@@ -381,4 +395,5 @@ void pm_gen_free(struct pm_gen *g)
 	g->said = NULL;
 	g->said_len = 0;
 	pm_gen_spares_free(g);
+	pm_gen_kids_free(g);
 }

@@ -1,7 +1,8 @@
 /* The generation machine's inputs: this node's checks, its rank
  * supervisors, its children and parent in the tree, its timers, and a
  * parent or root that changed (spares). Each input moves the machine and
- * ends in pm_gen_progress (gen_report.c). */
+ * ends in pm_gen_progress (gen_report.c). The top layer: it calls the
+ * reports, the root's gen_apply.c and the primitives below. */
 #include "gen_int.h"
 
 #include <stdio.h>
@@ -180,26 +181,6 @@ void pm_gen_child_joined(struct pm_gen *g, int node)
 	g->cf.ops->send_child(g->cf.ctx, node, &m);
 }
 
-/* A node is lost (its procmgrd gone or silent, its ranks not stopping):
- * the root ends the step, others pass it up with why. */
-void pm_gen_lost(struct pm_gen *g, int node, const char *why)
-{
-	struct pm_msg m;
-
-	/* Out of the counts here at once: the root's word follows. */
-	if (node != g->cf.node)
-		pm_gen_exclude(g, node);
-	if (!pm_gen_is_root(g)) {
-		pm_msg_init(&m, PM_MSG_LOST);
-		m.node = node;
-		if (why)
-			pm_msg_set_text(&m, why);
-		g->cf.ops->send_up(g->cf.ctx, &m);
-		return;
-	}
-	pm_gen_root_lost(g, node, why);
-}
-
 int pm_gen_child_msg(struct pm_gen *g, int node, const struct pm_msg *m)
 {
 	int idx = pm_gen_kid_index(g, node);
@@ -365,6 +346,27 @@ void pm_gen_stop_timer(struct pm_gen *g)
 		}
 	}
 	g->stop_stage = 0;
+	pm_gen_progress(g);
+}
+
+/* A child whose procmgrd never joins (it was killed before it could
+ * connect, or never started) would leave its parent waiting for its report
+ * for ever: once the join deadline passed, it is lost like any node. */
+void pm_gen_join_timer(struct pm_gen *g, unsigned after_ms)
+{
+	char why[128];
+	int miss[64], i, n;
+
+	/* A root that took over has the stop's deadline for that. */
+	if (pm_gen_terminal(g) || (g->root && g->cf.node != 0))
+		return;
+	n = pm_gen_missing(g, miss, 64);
+	snprintf(why, sizeof(why), "its procmgrd did not join the step within %.1f s",
+		 after_ms / 1000.0);
+	for (i = 0; i < n && !pm_gen_terminal(g); i++) {
+		pm_gen_log(g, "child node %s: %s", pm_gen_node_name(g, miss[i]), why);
+		pm_gen_lost(g, miss[i], why);
+	}
 	pm_gen_progress(g);
 }
 

@@ -1,6 +1,7 @@
 /* The generation machine's reports up the tree: one rule for READY, DONE,
  * STOPPED and RUNNING (a subtree reports once, when its own part and every
- * node below are in), and failures on their way to the root. */
+ * node below are in), and failures and lost nodes on their way to the
+ * root, which decides (gen_apply.c). Called by the inputs (gen_input.c). */
 #include "gen_int.h"
 
 #include <stdio.h>
@@ -186,4 +187,24 @@ void pm_gen_fail_health(struct pm_gen *g, const char *why)
 		return;
 	}
 	pm_gen_fail_node(g, PM_FLAG_HEALTH, why);
+}
+
+/* A node is lost (its procmgrd gone or silent, its ranks not stopping):
+ * the root ends the step, others pass it up with why. */
+void pm_gen_lost(struct pm_gen *g, int node, const char *why)
+{
+	struct pm_msg m;
+
+	/* Out of the counts here at once: the root's word follows. */
+	if (node != g->cf.node)
+		pm_gen_exclude(g, node);
+	if (!pm_gen_is_root(g)) {
+		pm_msg_init(&m, PM_MSG_LOST);
+		m.node = node;
+		if (why)
+			pm_msg_set_text(&m, why);
+		g->cf.ops->send_up(g->cf.ctx, &m);
+		return;
+	}
+	pm_gen_root_lost(g, node, why);
 }
