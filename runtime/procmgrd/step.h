@@ -225,13 +225,15 @@ void pm_step_free(struct pm_step *s);
  * and its checks' callbacks; called by pm_step_init. */
 int pm_step_life_init(struct pm_step *s);
 
-/* A rank supervisor connected on the unix socket. */
+/* rank_link.c: a rank supervisor connected on the unix socket. */
 void pm_step_rank_conn(struct pm_step *s, int fd);
-/* A peer connected on the tree port: it must say HELLO with a credential. */
+/* tree_link.c: a peer connected on the tree port: it must say HELLO
+ * with a credential. */
 void pm_step_tree_conn(struct pm_step *s, int fd);
 /* Our connection to the parent is up: say HELLO. */
 int pm_step_parent_up(struct pm_step *s, int fd);
-/* The parent is unreachable, or slurmstepd went away: end the step here. */
+/* step_life.c: the parent is unreachable, or slurmstepd went away: end
+ * the step here. */
 void pm_step_abort_local(struct pm_step *s, const char *why);
 /* Whether everything procmgrd serves has ended, every child told; if so
  * the loop is stopped. Ended but with children still to come, it lingers
@@ -246,7 +248,7 @@ void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor);
 /* transport.c: the event log's failure, on srun's stderr once rank 0's
  * supervisor is there to say it. */
 void pm_step_events_untold(struct pm_step *s);
-/* tree_link.c: a child joined. */
+/* step_life.c: a child joined (tree_link.c says). */
 void pm_step_child_seen(struct pm_step *s, int idx);
 /* attach.c: the parent is lost (spares): ask its ancestors, then the
  * root's children, in turn; none answering, take the root's place or end. */
@@ -256,9 +258,10 @@ void pm_attach_start(struct pm_step *s, const char *why);
 void pm_attach_welcomed(struct pm_step *s);
 void pm_attach_failed(struct pm_step *s, const char *why);
 void pm_attach_free(struct pm_step *s);
-/* A kid index's connection slot, grown as nodes are adopted. */
+/* transport.c: a kid index's connection slot, grown as nodes are
+ * adopted. */
 struct pm_conn **pm_step_child(struct pm_step *s, int idx);
-/* Resolve host:port (0: any port). */
+/* transport.c: resolve host:port (0: any port). */
 int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
 		    socklen_t *len, char *err, size_t errlen);
 

@@ -1,7 +1,7 @@
 /* The step's lifecycle on this node: the machine's timers (restart delay,
  * stop deadline), its checks' answers, and the end: whether everything
  * procmgrd serves is over, lingering for children that have not joined,
- * the plugin's SIGTERM. Under the links, which call it; above transport.c. */
+ * the plugin's SIGTERM. Under the links and attach.c, which call it. */
 #include "step.h"
 
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* A sweep's root, when something happens to trials from outside: a node
  * lost (its trials requeued on the other nodes, their ranks elsewhere
- * stopped while their slots are held), and the ranks' ends on held slots.
- * See sweep_run.h. */
+ * stopped while their slots are held: sweep_run.c frees them at their
+ * ends), and procmgr stop/restart of one trial. See sweep_run.h. */
 #include "step.h"
 #include "sweep_run.h"
 #include "sweep_int.h"
