@@ -93,8 +93,8 @@ static void on_connected(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_attach_failed(s, strerror(e));
 		return;
 	}
-	/* HELLO; its WELCOME or its refusal comes through tree_link.c. */
-	/* tree_link.c's HELLO, through the hook: the link is above us. */
+	/* HELLO (tree_link.c's, a floor above: through the hook); its
+	 * WELCOME or its refusal comes through tree_link.c. */
 	if (!PM_HOOK(s, parent_up) || PM_HOOK(s, parent_up)(s, fd))
 		pm_attach_failed(s, "cannot say hello");
 }
