@@ -37,26 +37,6 @@ static bool again(const struct pm_step *s)
 	return pm_now_ms() + PM_ATTACH_PAUSE_MS < s->attach.t0 + bound;
 }
 
-int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
-		    socklen_t *len, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char ports[16];
-	int rc;
-
-	snprintf(ports, sizeof(ports), "%u", port);
-	rc = getaddrinfo(host, ports, &hints, &res);
-	if (rc) {
-		snprintf(err, errlen, "cannot resolve node %s: %s", host, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 static void give_up(struct pm_step *s)
 {
 	struct pm_attach *a = &s->attach;
@@ -113,8 +93,9 @@ static void on_connected(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_attach_failed(s, strerror(e));
 		return;
 	}
-	/* HELLO; its WELCOME or its refusal comes through tree_link.c. */
-	if (pm_step_parent_up(s, fd))
+	/* HELLO (tree_link.c's, a floor above: through the hook); its
+	 * WELCOME or its refusal comes through tree_link.c. */
+	if (!PM_HOOK(s, parent_up) || PM_HOOK(s, parent_up)(s, fd))
 		pm_attach_failed(s, "cannot say hello");
 }
 

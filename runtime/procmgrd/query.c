@@ -58,8 +58,8 @@ static void q_free(struct pm_step *s, struct pm_q *q)
 			*p = q->next;
 			break;
 		}
-	if (q->stacks)
-		pm_stacks_cancel(q->stacks);
+	if (q->stacks && PM_HOOK(s, stacks_cancel))
+		PM_HOOK(s, stacks_cancel)(q->stacks);
 	free(q->wait);
 	free(q);
 }
@@ -72,7 +72,6 @@ void pm_query_free(struct pm_step *s)
 		return;
 	while (s->queries->list)
 		q_free(s, s->queries->list);
-	pm_query_hang_clear();
 	for (i = 0; i < s->queries->nclients; i++)
 		pm_conn_free(s->queries->clients[i]);
 	free(s->queries->clients);
@@ -190,10 +189,12 @@ static void start(struct pm_step *s, struct pm_q *q)
 			missing(s, q, s->gen.kids[i].node, "absent");
 		}
 	}
-	if (q->kind == PM_Q_STACKS && pm_query_stacks(s, q) == 0)
+	/* This node's part, by kind (query_stacks.c, query_status.c). */
+	if (q->kind == PM_Q_STACKS && PM_HOOK(s, query_stacks) &&
+	    PM_HOOK(s, query_stacks)(s, q) == 0)
 		return; /* pm_q_local_done follows */
-	if (q->kind == PM_Q_STATUS)
-		pm_query_status(s, q);
+	if (q->kind == PM_Q_STATUS && PM_HOOK(s, query_status))
+		PM_HOOK(s, query_status)(s, q);
 	pm_q_local_done(s, q);
 }
 
@@ -253,7 +254,8 @@ bool pm_query_child_msg(struct pm_step *s, int node, const struct pm_msg *m)
 	if (m->type != PM_MSG_ANSWER && m->type != PM_MSG_ANSWER_END)
 		return false;
 	if (m->gen == 0 && m->type == PM_MSG_ANSWER) {
-		pm_query_hang_answer(s, m); /* a hang's stack (query_hang.c) */
+		if (PM_HOOK(s, hang_answer))
+			PM_HOOK(s, hang_answer)(s, m); /* a hang's stack (query_hang.c) */
 		return true;
 	}
 	q = q_find(s, m->gen);
@@ -422,11 +424,7 @@ void pm_query_event_written(struct pm_step *s, const char *name)
 	struct pm_queries *qs = s->queries;
 	char why[512];
 	int i;
-
-	if (!strcmp(name, "hang"))
-		pm_query_hang_report(s); /* its own event comes back here first */
-	else if (!strcmp(name, "start"))
-		pm_query_hang_clear();
+	(void)name;
 
 	for (i = 0; qs && i < qs->nfollowers; i++) {
 		long long next = send_log(s, qs->followers[i].c, qs->followers[i].off, why,
@@ -579,8 +577,11 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 	case PM_Q_RESTART:
 	case PM_Q_STOP:
 		if (!strncmp(r.args, "trial=", 6)) { /* one trial of a sweep */
-			int rc = pm_sweep_request(s, r.kind == PM_Q_RESTART, r.args + 6, who, err,
-						  sizeof(err));
+			int rc = -1;
+			snprintf(err, sizeof(err), "procmgr: this step is not a sweep");
+			if (PM_HOOK(s, trial_request)) /* sweep_ctl.c */
+				rc = PM_HOOK(s, trial_request)(s, r.kind == PM_Q_RESTART, r.args + 6,
+							       who, err, sizeof(err));
 			end_to(s, c, rc ? 1 : 0, err);
 			return true;
 		}

@@ -65,6 +65,14 @@ void pm_query_hang_clear(void)
 	nkept = kept_cap = 0;
 }
 
+void pm_query_hang_event(struct pm_step *s, const char *name)
+{
+	if (!strcmp(name, "hang"))
+		pm_query_hang_report(s); /* its own event comes back here first */
+	else if (!strcmp(name, "start"))
+		pm_query_hang_clear();
+}
+
 /* In state_dir beside the step's logs, for after the step: JOB/STEP.hang.RANK.stack. */
 static void save(struct pm_step *s, int rank, const char *text)
 {

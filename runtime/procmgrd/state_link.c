@@ -42,13 +42,7 @@ struct pm_state_link {
 	struct pm_watch lw;
 	struct sconn *conns;
 	uint64_t saves, loads, refused;
-	struct pm_state_repl *repl; /* NULL: no replication */
 };
-
-struct pm_state_repl *pm_state_link_repl(struct pm_step *s)
-{
-	return s->state ? s->state->repl : NULL;
-}
 
 void pm_state_link_resume(struct pm_step *s)
 {
@@ -311,8 +305,8 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 		return -1;
 	}
 	s->state = k;
-	k->repl = pm_state_repl_new(s, &k->store, PM_REPL_RATE_DEFAULT);
-	if (!k->repl)
+	s->repl = pm_state_repl_new(s, &k->store, PM_REPL_RATE_DEFAULT);
+	if (!s->repl)
 		pm_log(s, "state socket: no replication to a buddy (out of memory or descriptors)");
 	return 0;
 }
@@ -346,7 +340,8 @@ void pm_state_link_free(struct pm_step *s)
 		return;
 	while (s->state->conns)
 		sconn_free(s, s->state->conns);
-	pm_state_repl_free(s->state->repl);
+	pm_state_repl_free(s->repl);
+	s->repl = NULL;
 	pm_loop_del(s->loop, &s->state->lw);
 	close(s->state->lw.fd);
 	pm_state_clear(&s->state->store, release, NULL);

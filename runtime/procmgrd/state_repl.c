@@ -40,17 +40,6 @@
 
 
 
-void pm_repl_linklog(struct rlink *k, const char *what, const char *why)
-{
-	/* The link to the buddy is retried every PM_REPL_RETRY_MS: its
-	 * failures are said once until it works again. */
-	if (k->r->buddy_link == k && k->r->said_fail)
-		return;
-	if (k->r->buddy_link == k)
-		k->r->said_fail = true;
-	pm_log(k->s, "state replication %s node %s: %s", what, k->s->names[k->peer], why);
-}
-
 /* ---- replacements: who holds what, who waits ---- */
 
 static void set_buddy(struct pm_state_repl *r)
@@ -98,7 +87,7 @@ static void push_lost(struct pm_state_repl *r, int lost, int spare)
 
 void pm_state_repl_sync(struct pm_step *s)
 {
-	struct pm_state_repl *r = pm_state_link_repl(s);
+	struct pm_state_repl *r = s->repl;
 
 	if (!r)
 		return;
@@ -132,13 +121,13 @@ void pm_state_repl_sync(struct pm_step *s)
 		       PM_REPL_AWAIT_MS / 1000);
 		r->await_from = -1;
 	}
-	if (r->await_from < 0)
-		pm_state_link_resume(s);
+	if (r->await_from < 0 && PM_HOOK(s, state_resume))
+		PM_HOOK(s, state_resume)(s); /* state_link.c */
 }
 
 bool pm_state_repl_waiting(struct pm_step *s)
 {
-	struct pm_state_repl *r = pm_state_link_repl(s);
+	struct pm_state_repl *r = s->repl;
 
 	pm_state_repl_sync(s);
 	return r && r->await_from >= 0;
@@ -274,39 +263,6 @@ static struct rlink *link_new(struct pm_state_repl *r, int fd, int peer)
 	return k;
 }
 
-void pm_repl_link_free(struct rlink *k, const char *why)
-{
-	struct pm_state_repl *r = k->r;
-	struct rlink **p;
-
-	for (p = &r->links; *p; p = &(*p)->next)
-		if (*p == k) {
-			*p = k->next;
-			break;
-		}
-	if (r->buddy_link == k) {
-		r->buddy_link = NULL;
-		pm_repl_all(&r->track, PM_RE_LOST);
-		r->retry_at = pm_now_ms() + PM_REPL_RETRY_MS;
-	}
-	if (k->push && why)
-		pm_log(k->s, "state replication: handing node %u's state to node %s failed: %s",
-		       k->rl.owner, k->s->names[k->peer], why);
-	pm_loop_del(k->s->loop, &k->w);
-	pm_loop_del(k->s->loop, &k->tw);
-	close(k->w.fd);
-	close(k->tw.fd);
-	if (k->tx_fd >= 0)
-		close(k->tx_fd);
-	if (k->rx_fd >= 0)
-		close(k->rx_fd);
-	for (size_t i = k->iq; i < k->nq; i++)
-		if (k->q[i].fd >= 0)
-			close(k->q[i].fd);
-	free(k->q);
-	free(k);
-}
-
 static struct rlink *connect_to(struct pm_state_repl *r, int node, bool push)
 {
 	struct pm_step *s = r->s;
@@ -349,7 +305,7 @@ static struct rlink *connect_to(struct pm_state_repl *r, int node, bool push)
  * hands us every first frame of that type). */
 int pm_state_repl_hello(struct pm_step *s, struct pm_conn *c, const struct pm_msg *m)
 {
-	struct pm_state_repl *r = pm_state_link_repl(s);
+	struct pm_state_repl *r = s->repl;
 	char err[256] = "", payload[PM_HS_MAX], *cred = NULL;
 	struct pm_hs h;
 	struct pm_msg w;
@@ -418,7 +374,7 @@ int pm_state_repl_hello(struct pm_step *s, struct pm_conn *c, const struct pm_ms
 
 void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uint64_t version)
 {
-	struct pm_state_repl *r = pm_state_link_repl(s);
+	struct pm_state_repl *r = s->repl;
 
 	if (!r)
 		return;
@@ -461,6 +417,7 @@ struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store
 	if (!r)
 		return NULL;
 	r->s = s;
+	r->sync = pm_state_repl_sync;
 	r->st = st;
 	r->rate = rate;
 	r->refill_ms = pm_now_ms();

@@ -41,9 +41,8 @@ int pm_state_repl_hello(struct pm_step *s, struct pm_conn *c, const struct pm_ms
 void pm_state_repl_counts(const struct pm_state_repl *r, uint64_t *replicated,
 			  uint64_t *received, long *buddy);
 
-/* state_link.c's side. */
-struct pm_state_repl *pm_state_link_repl(struct pm_step *s);
-/* Loads that waited for a lost node's state are served now. */
+/* state_link.c's side, above: loads that waited for a lost node's state
+ * are served now (state_repl.c calls it through the step's hooks). */
 void pm_state_link_resume(struct pm_step *s);
 
 #endif

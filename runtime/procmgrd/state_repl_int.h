@@ -69,12 +69,15 @@ struct pm_state_repl {
 	struct pm_watch tick;
 	uint64_t replicated, received, bytes_out;
 	bool said_replicated, said_received, said_fail;
+	/* pm_state_repl_sync, for the stream (under state_repl.c) at a
+	 * holder's end. */
+	void (*sync)(struct pm_step *s);
 };
 
-/* state_repl.c */
+/* state_repl_stream.c, under state_repl.c: a link's end, its failures
+ * said (once for the buddy's, until it works again), its bytes. */
 void pm_repl_link_free(struct rlink *k, const char *why);
 void pm_repl_linklog(struct rlink *k, const char *what, const char *why);
-/* state_repl_stream.c */
 int pm_repl_send_all(int fd, const char *buf, size_t len);
 int pm_repl_send_frame(int fd, const struct pm_msg *m);
 int pm_repl_read_in(struct rlink *k, char *err, size_t len);

@@ -17,6 +17,52 @@
 #include "io/memblob.h"
 #include "io/statesrv.h"
 #include "io/sys.h"
+/* ---- the link ---- */
+
+void pm_repl_linklog(struct rlink *k, const char *what, const char *why)
+{
+	/* The link to the buddy is retried every PM_REPL_RETRY_MS: its
+	 * failures are said once until it works again. */
+	if (k->r->buddy_link == k && k->r->said_fail)
+		return;
+	if (k->r->buddy_link == k)
+		k->r->said_fail = true;
+	pm_log(k->s, "state replication %s node %s: %s", what, k->s->names[k->peer], why);
+}
+
+void pm_repl_link_free(struct rlink *k, const char *why)
+{
+	struct pm_state_repl *r = k->r;
+	struct rlink **p;
+
+	for (p = &r->links; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	if (r->buddy_link == k) {
+		r->buddy_link = NULL;
+		pm_repl_all(&r->track, PM_RE_LOST);
+		r->retry_at = pm_now_ms() + PM_REPL_RETRY_MS;
+	}
+	if (k->push && why)
+		pm_log(k->s, "state replication: handing node %u's state to node %s failed: %s",
+		       k->rl.owner, k->s->names[k->peer], why);
+	pm_loop_del(k->s->loop, &k->w);
+	pm_loop_del(k->s->loop, &k->tw);
+	close(k->w.fd);
+	close(k->tw.fd);
+	if (k->tx_fd >= 0)
+		close(k->tx_fd);
+	if (k->rx_fd >= 0)
+		close(k->rx_fd);
+	for (size_t i = k->iq; i < k->nq; i++)
+		if (k->q[i].fd >= 0)
+			close(k->q[i].fd);
+	free(k->q);
+	free(k);
+}
+
 /* ---- the link's bytes ---- */
 
 int pm_repl_send_all(int fd, const char *buf, size_t len)
@@ -208,7 +254,7 @@ static int parse_in(struct rlink *k, char *err, size_t len)
 			       (unsigned long long)l.count);
 			if (r->await_from >= 0 && (uint32_t)r->await_owner == l.owner)
 				r->await_from = -1;
-			pm_state_repl_sync(k->s);
+			r->sync(k->s); /* state_repl.c's */
 		} else {
 			snprintf(err, len, "unexpected '%.80s' on this link", k->in);
 			return -1;

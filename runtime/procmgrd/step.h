@@ -1,6 +1,13 @@
 /* procmgrd's view of the step: the generation state machine (gen.h) and
  * the I/O around it. The links (rank_link.c, tree_link.c) decode frames
- * and feed the machine; transport.c carries out what it asks. */
+ * and feed the machine; transport.c carries out what it asks.
+ *
+ * runtime/procmgrd's files are on floors (docs/design.md, "procmgrd's
+ * floors"), each calling only the floors under it (tests/unit/
+ * no-circles.sh): step_log.c, transport.c, step_life.c at the bottom; the
+ * links at the top; step.c, which sets the step up and fills in
+ * struct pm_step_hooks, above every other. What a lower file must tell a
+ * higher one goes through those hooks. */
 #ifndef PM_STEP_H
 #define PM_STEP_H
 
@@ -28,6 +35,47 @@ struct pm_pending {
 	uint8_t src[16];   /* its address (IPv4 mapped into IPv6) */
 	bool node;         /* one of the step's nodes' addresses */
 };
+
+struct pm_step;
+struct pm_q;
+struct pm_stacks;
+/* What a lower file asks of a higher one, filled in by the top (step.c's
+ * pm_step_hooks, set by pm_step_init): the lower file owns the question,
+ * the higher one answers it. Any may be NULL (nothing to do). */
+#define PM_STEP_LISTENERS 4
+struct pm_step_hooks {
+	/* transport.c: the root's event, before its line goes to the log
+	 * (every event: the metrics), and once its line is in the log (a
+	 * hang's report, events --follow), in order; NULL ends each list. */
+	void (*on_event[PM_STEP_LISTENERS])(struct pm_step *s, const char *name,
+					    const char *fields);
+	void (*on_written[PM_STEP_LISTENERS])(struct pm_step *s, const char *name);
+	/* transport.c: the machine's ops that higher files carry out. */
+	int (*hang_outlier)(struct pm_step *s, int *node);
+	void (*node_lost)(struct pm_step *s, int node);
+	void (*sweep_launch)(void *ctx);
+	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
+	int (*sweep_node_lost)(void *ctx, int node, const char *why);
+	/* query.c: a query's local part by kind (0: pm_q_local_done follows,
+	 * else it is done), a query's stacks dropped, a hang's stack from
+	 * below (ANSWER of query 0), and procmgr stop/restart of a trial. */
+	void (*query_status)(struct pm_step *s, struct pm_q *q);
+	int (*query_stacks)(struct pm_step *s, struct pm_q *q);
+	void (*stacks_cancel)(struct pm_stacks *st);
+	void (*hang_answer)(struct pm_step *s, const struct pm_msg *m);
+	int (*trial_request)(struct pm_step *s, bool restart, const char *name,
+			     const char *who, char *msg, size_t len);
+	/* sweep_node.c: the root's queue hears of a trial's end. */
+	void (*trial_exit)(struct pm_step *s, const struct pm_msg *m);
+	/* attach.c: say HELLO on a candidate parent's connection. */
+	int (*parent_up)(struct pm_step *s, int fd);
+	/* state_repl.c: loads that waited for a lost node's state go on. */
+	void (*state_resume)(struct pm_step *s);
+};
+/* A hook of s, NULL when there is none. */
+#define PM_HOOK(s, h) ((s)->hooks ? (s)->hooks->h : NULL)
+/* step.c: the hooks pm_step_init sets. */
+extern const struct pm_step_hooks pm_step_hooks;
 
 struct pm_step {
 	struct pm_loop *loop;
@@ -127,9 +175,13 @@ struct pm_step {
 	struct pm_slowlink *slow;
 	/* state_link.c: the ranks' state kept in memory; NULL: none */
 	struct pm_state_link *state;
+	/* state_repl.c's, made and freed by state_link.c; NULL: none */
+	struct pm_state_repl *repl;
 	/* A sweep (sweep_run.h): the root's queue, and every node's side. */
 	struct pm_sweep_run *sweep;
 	struct pm_sweep_node *sweep_node;
+	/* The higher floors' answers (pm_step_hooks), set by pm_step_init. */
+	const struct pm_step_hooks *hooks;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -166,16 +218,22 @@ void pm_gate_pause(struct pm_step *s, int err);
  * port until its connect deadline. Less than the plugin's 5 s kill. */
 #define PM_LINGER_MS 3000
 
+/* step.c: the step set up (and its hooks), and freed. */
 int pm_step_init(struct pm_step *s);
 void pm_step_free(struct pm_step *s);
+/* step_life.c: the step's timers (restart delay, stop deadline, linger)
+ * and its checks' callbacks; called by pm_step_init. */
+int pm_step_life_init(struct pm_step *s);
 
-/* A rank supervisor connected on the unix socket. */
+/* rank_link.c: a rank supervisor connected on the unix socket. */
 void pm_step_rank_conn(struct pm_step *s, int fd);
-/* A peer connected on the tree port: it must say HELLO with a credential. */
+/* tree_link.c: a peer connected on the tree port: it must say HELLO
+ * with a credential. */
 void pm_step_tree_conn(struct pm_step *s, int fd);
 /* Our connection to the parent is up: say HELLO. */
 int pm_step_parent_up(struct pm_step *s, int fd);
-/* The parent is unreachable, or slurmstepd went away: end the step here. */
+/* step_life.c: the parent is unreachable, or slurmstepd went away: end
+ * the step here. */
 void pm_step_abort_local(struct pm_step *s, const char *why);
 /* Whether everything procmgrd serves has ended, every child told; if so
  * the loop is stopped. Ended but with children still to come, it lingers
@@ -190,7 +248,7 @@ void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor);
 /* transport.c: the event log's failure, on srun's stderr once rank 0's
  * supervisor is there to say it. */
 void pm_step_events_untold(struct pm_step *s);
-/* tree_link.c: a child joined. */
+/* step_life.c: a child joined (tree_link.c says). */
 void pm_step_child_seen(struct pm_step *s, int idx);
 /* attach.c: the parent is lost (spares): ask its ancestors, then the
  * root's children, in turn; none answering, take the root's place or end. */
@@ -200,9 +258,10 @@ void pm_attach_start(struct pm_step *s, const char *why);
 void pm_attach_welcomed(struct pm_step *s);
 void pm_attach_failed(struct pm_step *s, const char *why);
 void pm_attach_free(struct pm_step *s);
-/* A kid index's connection slot, grown as nodes are adopted. */
+/* transport.c: a kid index's connection slot, grown as nodes are
+ * adopted. */
 struct pm_conn **pm_step_child(struct pm_step *s, int idx);
-/* Resolve host:port (0: any port). */
+/* transport.c: resolve host:port (0: any port). */
 int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
 		    socklen_t *len, char *err, size_t errlen);
 
@@ -238,7 +297,8 @@ void pm_step_state_event(struct pm_step *s, const char *name, int grank,
 			 const struct pm_state_note *note);
 void pm_step_event_msg(struct pm_step *s, const struct pm_msg *m);
 
-/* Log line of procmgrd (its own log file), prefixed with the node. */
+/* step_log.c: a line of procmgrd's log (its own log file), prefixed
+ * with the node. */
 void pm_log(struct pm_step *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -1,7 +1,7 @@
 /* A sweep's root, when something happens to trials from outside: a node
  * lost (its trials requeued on the other nodes, their ranks elsewhere
- * stopped while their slots are held), and the ranks' ends on held slots.
- * See sweep_run.h. */
+ * stopped while their slots are held: sweep_run.c frees them at their
+ * ends), and procmgr stop/restart of one trial. See sweep_run.h. */
 #include "step.h"
 #include "sweep_run.h"
 #include "sweep_int.h"
@@ -12,40 +12,6 @@
 
 #include "common/text.h"
 #include "io/sys.h"
-
-void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node)
-{
-	struct pm_sweep_run *r = s->sweep;
-	const struct pm_sq_trial *t = &r->q.t[i];
-	int k;
-
-	for (k = 0; k < t->ranks; k++) {
-		int sl = t->slot_of_rank[k];
-		struct pm_msg stop;
-
-		if (!r->slot_live[sl] || r->slot_attempt[sl] != r->attempt[i] ||
-		    sl / r->L == skip_node)
-			continue;
-		pm_msg_init(&stop, PM_MSG_TRIAL_STOP);
-		stop.gen = r->attempt[i];
-		stop.node = sl / r->L;
-		stop.status = sl % r->L;
-		pm_sweep_node_route(s, &stop);
-	}
-}
-
-int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt)
-{
-	struct pm_sweep_run *r = s->sweep;
-
-	if (r->q.owner[slot] != PM_SQ_HELD || r->slot_attempt[slot] != attempt ||
-	    !r->slot_live[slot])
-		return 0;
-	r->slot_live[slot] = 0;
-	(void)pm_sq_unhold(&r->q, slot);
-	pm_sweep_schedule(s);
-	return 1;
-}
 
 /* gen's op: node is out of the step (gen_sweep.c). */
 int pm_sweep_node_lost(void *ctx, int node, const char *why)

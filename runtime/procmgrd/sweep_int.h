@@ -46,8 +46,9 @@ void pm_sweep_schedule(struct pm_step *s);
 void pm_sweep_finish(struct pm_step *s, int code_if_ok, const char *why);
 /* TRIAL_STOP to trial i's ranks still running (skip_node's excepted). */
 void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node);
-/* A held slot's rank ended (sweep_ctl.c): 1 if slot was held for that
- * attempt (now free), else 0. */
+/* A held slot's rank ended (held by sweep_ctl.c at a node's loss): 1 if
+ * slot was held for that attempt (now free), else 0. sweep_run.c's, like
+ * the stop above: sweep_ctl.c is the floor above sweep_run.c. */
 int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt);
 
 #endif

@@ -57,9 +57,10 @@ int pm_sweep_node_child_msg(struct pm_step *s, const struct pm_msg *m)
 		return 0;
 	if (!is_sweep(s))
 		return 1;
-	if (s->node == 0)
-		pm_sweep_trial_exit(s, m);
-	else
+	if (s->node == 0) {
+		if (PM_HOOK(s, trial_exit)) /* sweep_run.c */
+			PM_HOOK(s, trial_exit)(s, m);
+	} else
 		pm_step_ops.send_up(s, m);
 	return 1;
 }
@@ -80,9 +81,10 @@ int pm_sweep_node_rank_msg(struct pm_step *s, int lrank, const struct pm_msg *m)
 	out.count = m->count | (m->type == PM_MSG_RANK_STOPPED ? PM_FLAG_STOPPED : 0);
 	if (m->type == PM_MSG_RANK_EXIT)
 		pm_msg_set_text(&out, m->text);
-	if (s->node == 0)
-		pm_sweep_trial_exit(s, &out);
-	else
+	if (s->node == 0) {
+		if (PM_HOOK(s, trial_exit))
+			PM_HOOK(s, trial_exit)(s, &out);
+	} else
 		pm_step_ops.send_up(s, &out);
 	return 1;
 }

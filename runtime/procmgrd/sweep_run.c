@@ -329,6 +329,40 @@ static void trial_ended(struct pm_step *s, int i)
 	pm_sweep_schedule(s);
 }
 
+void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node)
+{
+	struct pm_sweep_run *r = s->sweep;
+	const struct pm_sq_trial *t = &r->q.t[i];
+	int k;
+
+	for (k = 0; k < t->ranks; k++) {
+		int sl = t->slot_of_rank[k];
+		struct pm_msg stop;
+
+		if (!r->slot_live[sl] || r->slot_attempt[sl] != r->attempt[i] ||
+		    sl / r->L == skip_node)
+			continue;
+		pm_msg_init(&stop, PM_MSG_TRIAL_STOP);
+		stop.gen = r->attempt[i];
+		stop.node = sl / r->L;
+		stop.status = sl % r->L;
+		pm_sweep_node_route(s, &stop);
+	}
+}
+
+int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt)
+{
+	struct pm_sweep_run *r = s->sweep;
+
+	if (r->q.owner[slot] != PM_SQ_HELD || r->slot_attempt[slot] != attempt ||
+	    !r->slot_live[slot])
+		return 0;
+	r->slot_live[slot] = 0;
+	(void)pm_sq_unhold(&r->q, slot);
+	pm_sweep_schedule(s);
+	return 1;
+}
+
 void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 {
 	struct pm_sweep_run *r = s->sweep;

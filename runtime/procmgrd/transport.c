@@ -1,10 +1,12 @@
 /* What the state machine asks, carried out on procmgrd's links, timer,
- * checks and event log; and the step's set-up around it. */
+ * checks and event log (pm_step_ops); the floor every link and feature
+ * sends through. What only a higher file can do (the metrics, a hang's
+ * stacks, a sweep, the job's end) goes through the step's hooks. */
 #include "step.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +15,6 @@
 
 #include "common/text.h"
 #include "io/statesrv.h"
-#include "query.h"
-#include "rank/rank_stack.h"
-
-void pm_log(struct pm_step *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "procmgrd[%s %u.%u]: ", s->names[s->node], s->job, s->stepid);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 void pm_step_send(struct pm_step *s, struct pm_conn *c, const struct pm_msg *m)
 {
@@ -125,10 +114,13 @@ static void event(void *ctx, const char *name, const char *fields)
 {
 	struct pm_step *s = ctx;
 	char text[PATH_MAX + 256];
+	int i;
 
-	pm_step_metrics_event(s, name, fields);
+	for (i = 0; s->hooks && i < PM_STEP_LISTENERS && s->hooks->on_event[i]; i++)
+		s->hooks->on_event[i](s, name, fields);
 	if (pm_event(&s->events, name, fields) == 0) {
-		pm_query_event_written(s, name);
+		for (i = 0; s->hooks && i < PM_STEP_LISTENERS && s->hooks->on_written[i]; i++)
+			s->hooks->on_written[i](s, name);
 		return;
 	}
 	if (s->events.lost != 1)
@@ -268,12 +260,41 @@ static void log_line(void *ctx, const char *text)
 
 static int hang_outlier(void *ctx, int *node)
 {
-	return pm_query_hang_outlier(ctx, node);
+	struct pm_step *s = ctx;
+
+	return s->hooks && s->hooks->hang_outlier ? s->hooks->hang_outlier(s, node) : -1;
 }
 
 static void node_lost(void *ctx, int node)
 {
-	pm_step_srun_lost(ctx, node);
+	struct pm_step *s = ctx;
+
+	if (s->hooks && s->hooks->node_lost)
+		s->hooks->node_lost(s, node);
+}
+
+static void sweep_launch(void *ctx)
+{
+	struct pm_step *s = ctx;
+
+	if (s->hooks && s->hooks->sweep_launch)
+		s->hooks->sweep_launch(ctx);
+}
+
+static void sweep_fail(void *ctx, const struct pm_msg *m)
+{
+	struct pm_step *s = ctx;
+
+	if (s->hooks && s->hooks->sweep_fail)
+		s->hooks->sweep_fail(ctx, m);
+}
+
+static int sweep_node_lost(void *ctx, int node, const char *why)
+{
+	struct pm_step *s = ctx;
+
+	return s->hooks && s->hooks->sweep_node_lost ? s->hooks->sweep_node_lost(ctx, node, why)
+						     : 0;
 }
 
 static uint64_t now_ms(void *ctx)
@@ -297,252 +318,28 @@ const struct pm_gen_ops pm_step_ops = {
 	.now_ms = now_ms,
 	.hang_outlier = hang_outlier,
 	.node_lost = node_lost,
-	.sweep_launch = pm_sweep_launch,
-	.sweep_fail = pm_sweep_fail,
-	.sweep_node_lost = pm_sweep_node_lost,
+	.sweep_launch = sweep_launch,
+	.sweep_fail = sweep_fail,
+	.sweep_node_lost = sweep_node_lost,
 };
 
-static void delay_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+
+int pm_step_resolve(const char *host, unsigned port, struct sockaddr_storage *ss,
+		    socklen_t *len, char *err, size_t errlen)
 {
-	struct pm_step *s = w->arg;
-	(void)l;
-	(void)ev;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char ports[16];
+	int rc;
 
-	pm_timer_ack(w->fd);
-	pm_gen_timer(&s->gen);
-}
-
-static void stop_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
-{
-	struct pm_step *s = w->arg;
-	(void)l;
-	(void)ev;
-
-	pm_timer_ack(w->fd);
-	pm_gen_stop_timer(&s->gen);
-	pm_step_over(s);
-}
-
-/* Every link hears from us each period, and must have said something
- * within peer_timeout_ms: a stopped procmgrd or supervisor, or a node
- * whose packets are dropped, is found here, not by the kernel's TCP
- * timers (minutes). */
-static void live_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
-{
-	struct pm_step *s = w->arg;
-	uint64_t now = pm_now_ms();
-	unsigned t = s->peer_timeout_ms;
-	static char why[96];
-	char secs[32];
-	int i;
-	(void)l;
-	(void)ev;
-
-	pm_timer_ack(w->fd);
-	pm_fmt_seconds(t, secs, sizeof(secs));
-	snprintf(why, sizeof(why), "no heartbeat for %s s", secs);
-	if (s->parent && s->parent_ok && pm_conn_keepalive(s->parent, now, t))
-		pm_conn_fail(s->parent, why);
-	for (i = 0; i < s->gen.nkids && i < s->children_cap; i++)
-		if (s->children[i] && pm_conn_keepalive(s->children[i], now, t))
-			pm_conn_fail(s->children[i], why);
-	for (i = 0; i < s->ntasks_local; i++)
-		if (s->ranks[i] && pm_conn_keepalive(s->ranks[i], now, t)) {
-			pm_step_rank_kill(s, i, true);
-			pm_conn_fail(s->ranks[i], why);
-		}
-}
-
-static void checks_done(void *arg, const char *why)
-{
-	struct pm_step *s = arg;
-
-	pm_gen_checks_done(&s->gen, why);
-}
-
-static void health_failed(void *arg, const char *why)
-{
-	struct pm_step *s = arg;
-
-	pm_gen_health_failed(&s->gen, why);
-}
-
-void pm_step_abort_local(struct pm_step *s, const char *why)
-{
-	pm_gen_abort_local(&s->gen, why);
-}
-
-/* This node's part is over: leave now, or at the plugin's SIGTERM. */
-static void leave(struct pm_step *s)
-{
-	if (!s->wait_term || s->got_term)
-		pm_loop_stop(s->loop);
-}
-
-static void linger_expired(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
-{
-	struct pm_step *s = w->arg;
-	(void)l;
-	(void)ev;
-
-	pm_timer_ack(w->fd);
-	pm_log(s, "%d child node%s never joined; leaving", s->nchildren - s->nseen,
-	       s->nchildren - s->nseen == 1 ? "" : "s");
-	s->lingered = true;
-	leave(s);
-}
-
-static void linger(struct pm_step *s)
-{
-	if (s->lingering)
-		return;
-	s->lingering = true;
-	if (pm_timer_set(s->linger_w.fd, PM_LINGER_MS, 0))
-		pm_loop_stop(s->loop);
-}
-
-void pm_step_child_seen(struct pm_step *s, int idx)
-{
-	if (s->seen[idx])
-		return;
-	s->seen[idx] = true;
-	if (++s->nseen == s->nchildren && s->lingering)
-		leave(s);
-	if (s->told)
-		s->told(s, s->told_arg);
-}
-
-bool pm_step_over(struct pm_step *s)
-{
-	if (!pm_gen_over(&s->gen))
-		return false;
-	if (s->nseen < s->nchildren && !s->lingered) {
-		linger(s);
-		return false;
+	snprintf(ports, sizeof(ports), "%u", port);
+	rc = getaddrinfo(host, ports, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve node %s: %s", host, gai_strerror(rc));
+		return -1;
 	}
-	leave(s);
-	return true;
-}
-
-void pm_step_terminate(struct pm_step *s)
-{
-	s->got_term = true;
-	if (!pm_gen_terminal(&s->gen)) {
-		s->cancelled = true;
-		/* Slurm ends the step before procmgr did: scancel, a time limit.
-		 * Said up the tree, so that nobody reports a lost node. */
-		pm_gen_cancel(&s->gen, "procmgrd got SIGTERM from slurmstepd");
-		pm_gen_abort_local(&s->gen, "procmgr: the step is being cancelled");
-		pm_loop_stop(s->loop);
-		return;
-	}
-	if (s->nseen < s->nchildren && !s->lingered)
-		linger(s);
-	else
-		pm_loop_stop(s->loop);
-}
-
-int pm_step_init(struct pm_step *s)
-{
-	struct pm_gen_config cf = {
-		.node = s->node, .nnodes = s->nnodes, .fanout = s->fanout,
-		.ntasks = s->ntasks, .ntasks_local = s->ntasks_local,
-		.names = (const char *const *)s->names, .verbose = s->opts.verbose,
-		.spares = (int)s->opts.spares, .sweep = s->opts.sweep[0] != '\0',
-		.ops = &pm_step_ops, .ctx = s,
-	};
-	int i;
-
-	/* The supervisors' grace, their checks between generations, and a
-	 * margin for the messages; then a margin per level for the tree. */
-	cf.stop_bound_ms = s->opts.grace_ms + 2000 +
-			   (unsigned)(s->guard ? s->guard->n : 0) * s->health_timeout_ms;
-	cf.stop_margin_ms = 1000;
-	cf.stack_ms = s->opts.stack_timeout_ms;
-	cf.beats = s->opts.hang_timeout_ms > 0;
-	s->delay_w.fd = s->linger_w.fd = s->stop_w.fd = s->live_w.fd = s->gate_w.fd = -1;
-	pm_policy_from_opts(&cf.policy, &s->opts);
-	if (pm_gen_init(&s->gen, &cf))
-		return -1;
-	s->child_first = s->gen.child_first;
-	s->nchildren = s->gen.nchildren;
-	s->ranks = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(*s->ranks));
-	s->children_cap = s->nchildren ? s->nchildren : 1;
-	s->children = calloc((size_t)s->children_cap, sizeof(*s->children));
-	s->seen = calloc((size_t)(s->nchildren ? s->nchildren : 1), sizeof(*s->seen));
-	s->cmd_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
-	s->sup_pidfd = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(int));
-	s->sb_pgid = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), sizeof(pid_t));
-	s->sb_state = calloc((size_t)(s->ntasks_local ? s->ntasks_local : 1), 1);
-	if (!s->ranks || !s->children || !s->seen || !s->cmd_pgid || !s->sup_pidfd ||
-	    !s->sb_pgid || !s->sb_state)
-		return -1;
-	for (i = 0; i < s->ntasks_local; i++)
-		s->sup_pidfd[i] = -1;
-	if (s->guard) {
-		s->guard->on_fail = health_failed;
-		s->guard->on_checked = checks_done;
-		s->guard->arg = s;
-	}
-	s->delay_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = delay_expired, .arg = s };
-	if (s->delay_w.fd < 0 || pm_loop_add(s->loop, &s->delay_w, EPOLLIN))
-		return -1;
-	s->linger_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = linger_expired, .arg = s };
-	if (s->linger_w.fd < 0 || pm_loop_add(s->loop, &s->linger_w, EPOLLIN))
-		return -1;
-	if (pm_gate_init(s))
-		return -1;
-	s->stop_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = stop_expired, .arg = s };
-	if (s->stop_w.fd < 0 || pm_loop_add(s->loop, &s->stop_w, EPOLLIN))
-		return -1;
-	if (s->peer_timeout_ms) {
-		unsigned period = pm_conn_ping_period(s->peer_timeout_ms);
-		s->live_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = live_tick, .arg = s };
-		if (s->live_w.fd < 0 || pm_loop_add(s->loop, &s->live_w, EPOLLIN) ||
-		    pm_timer_set(s->live_w.fd, period, period))
-			return -1;
-	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
 	return 0;
-}
-
-void pm_step_free(struct pm_step *s)
-{
-	int i;
-
-	pm_sweep_run_free(s);
-	for (i = 0; s->ranks && i < s->ntasks_local; i++)
-		if (s->ranks[i])
-			pm_conn_free(s->ranks[i]);
-	for (i = 0; s->children && i < s->children_cap; i++)
-		if (s->children[i])
-			pm_conn_free(s->children[i]);
-	pm_attach_free(s);
-	pm_slowlink_free(s);
-	if (s->parent)
-		pm_conn_free(s->parent);
-	if (s->delay_w.fd >= 0)
-		close(s->delay_w.fd);
-	if (s->linger_w.fd >= 0)
-		close(s->linger_w.fd);
-	if (s->stop_w.fd >= 0)
-		close(s->stop_w.fd);
-	if (s->live_w.fd >= 0)
-		close(s->live_w.fd);
-	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
-		if (s->sup_pidfd[i] >= 0)
-			close(s->sup_pidfd[i]);
-	pm_query_free(s);
-	pm_state_link_free(s);
-	pm_gate_free(s);
-	free(s->cmd_pgid);
-	free(s->sup_pidfd);
-	free(s->sb_pgid);
-	free(s->sb_state);
-	pm_events_close(&s->events);
-	pm_step_metrics_end(s);
-	pm_gen_free(&s->gen);
-	free(s->ranks);
-	free(s->children);
-	free(s->seen);
-	free(s->upq);
 }
