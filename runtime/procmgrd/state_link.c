@@ -313,8 +313,8 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 
 void pm_state_link_set_rate(struct pm_step *s, uint64_t bytes_per_s)
 {
-	if (s->state && s->state->repl)
-		pm_state_repl_set_rate(s->state->repl, bytes_per_s);
+	if (s->repl)
+		pm_state_repl_set_rate(s->repl, bytes_per_s);
 }
 
 void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u)
