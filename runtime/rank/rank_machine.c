@@ -35,8 +35,10 @@ static void send(struct pm_rank_m *m, enum pm_msg_type t, int status, unsigned f
 static void stop_child(struct pm_rank_m *m, enum pm_rank_state next)
 {
 	m->state = next;
-	m->ops->kill(m->ctx, -m->child, SIGTERM);
-	m->ops->kill(m->ctx, -m->child, SIGCONT);
+	if (m->child > 0) { /* python: none before FORKED, which stops it */
+		m->ops->kill(m->ctx, -m->child, SIGTERM);
+		m->ops->kill(m->ctx, -m->child, SIGCONT);
+	}
 	m->ops->timer(m->ctx, PM_RT_GRACE, m->cfg.grace_ms);
 }
 
@@ -320,13 +322,15 @@ static void terminate(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 /* srun --signal=USR1@60 and the like: for the command. */
 static void forward(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
-	m->ops->kill(m->ctx, -m->child, ev->status);
+	if (m->child > 0)
+		m->ops->kill(m->ctx, -m->child, ev->status);
 }
 
 static void grace(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
 	(void)ev;
-	m->ops->kill(m->ctx, -m->child, SIGKILL);
+	if (m->child > 0)
+		m->ops->kill(m->ctx, -m->child, SIGKILL);
 }
 
 static void hang(struct pm_rank_m *m, const struct pm_rank_ev *ev)
@@ -443,10 +447,17 @@ static void sb_exit(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	}
 	m->sb_lost = -1;
 	fmt_status(ev->status, why, sizeof(why));
-	say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server ended at "
-	    "the fork (%s)", m->grank, m->cfg.node, m->gen, why);
+	if (m->sb_refused)
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server refused "
+		    "to fork (said above); every generation starts cold", m->grank, m->cfg.node,
+		    m->gen);
+	else
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server ended "
+		    "at the fork (%s)", m->grank, m->cfg.node, m->gen, why);
 	m->warm_start = false;
 	run_cold(m);
+	if (m->state == PM_RS_RUNNING)
+		next_standby(m);
 }
 
 /* python: the fork server forked the generation, now our child. Asked to
