@@ -171,7 +171,7 @@ PY
 	touch "$W/go"
 	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
 	cat "$PM_LOG" "$W/err"
-	[ "$(grep -c "procmgr: --procmgr-warm=python: refused: 2 threads run in the fork server after importing threadmod" "$W/err")" -eq 2 ]
+	[ "$(grep -c "^procmgr: --procmgr-warm=python: refused: 2 threads run in the fork server after importing threadmod" "$W/err")" -eq 2 ]
 	[ "$(grep -c "generation 1 starts cold: its fork server refused to fork (said above)" "$W/err")" -eq 2 ]
 	[ "$(grep -c "gen=1 rank=[01] preloaded=False forked=False" "$PM_LOG")" -eq 2 ]
 }
