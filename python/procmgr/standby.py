@@ -37,10 +37,12 @@ ranks, no open files the script expects fresh. The hash seed
 (PYTHONHASHSEED) is the server's for every generation; random is
 reseeded by Python at the fork, numpy's global generator here.
 """
+import gc
 import os
 import runpy
 import socket
 import sys
+import time
 
 REFUSED_EXIT = 78  # PM_WARM_REFUSED_EXIT in runtime/common/warm.h
 _ENV_WARM_FD = "PROCMGR_WARM_FD"
@@ -137,16 +139,16 @@ class _Channel:
                 os._exit(2)
 
 
-def _pdeathsig():
-    """Die with procmgr-rank, as a cold start does (PR_SET_PDEATHSIG)."""
+def _prctl():
+    """libc's prctl, loaded in the server (not in each fork); None if not."""
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
 
 
-def _become_rank(env, supervisor, middle, fds):
+def _become_rank(env, supervisor, middle, fds, prctl):
     """In the generation's process, once forked: the rest of what a cold
     start has. Returns to run the script."""
     for fd in fds:
@@ -157,10 +159,12 @@ def _become_rank(env, supervisor, middle, fds):
         os.setpgid(0, 0)
     except OSError:
         pass
-    # Reparented to procmgr-rank once the middle process is gone.
+    # Reparented to procmgr-rank once the middle process is gone (a sleep,
+    # not a spin: 8 ranks' forks share a node's cores with their middles).
     while os.getppid() == middle:
-        os.sched_yield()
-    _pdeathsig()
+        time.sleep(0.0002)
+    if prctl is not None:
+        prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with procmgr-rank
     if os.getppid() != supervisor:
         os._exit(137)  # procmgr-rank ended meanwhile
     os.environ.update(env)
@@ -174,6 +178,12 @@ def serve(mods, sock):
     in the server (which exits when procmgr-rank closes the channel)."""
     supervisor = os.getppid()
     ch = _Channel(sock)
+    prctl = _prctl()
+    # What the modules built stays out of the collector's sight: a
+    # collection in the fork would write to every object's header, a copy
+    # of each page (and seconds, 8 ranks on a node's cores at once).
+    gc.collect()
+    gc.freeze()
     sock.sendall(b"ready\n")
     while True:
         env = ch.generation()
@@ -191,7 +201,7 @@ def serve(mods, sock):
             except OSError:
                 os._exit(1)
             if pid == 0:
-                _become_rank(env, supervisor, me, (rfd, wfd, sock.fileno()))
+                _become_rank(env, supervisor, me, (rfd, wfd, sock.fileno()), prctl)
                 return
             try:
                 os.setpgid(pid, pid)
