@@ -65,7 +65,7 @@ static void on_forked(struct rank *r, pid_t pid)
 	int status;
 	bool ended = pm_rank_early_take(r, pid, &status) == 0;
 
-	if (!ended && parent_of(pid) != getpid()) {
+	if (pid == r->m.sb || (!ended && parent_of(pid) != getpid())) {
 		fprintf(stderr, "procmgr: rank %d on %s: the fork server said pid %d, not a child "
 			"of this supervisor; stopping it\n", r->m.grank, r->cfg.node, (int)pid);
 		if (r->m.sb > 0)
