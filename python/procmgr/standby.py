@@ -1,41 +1,60 @@
-"""procmgr's python standby: --procmgr-warm=python:MOD[,MOD...] for an
+"""procmgr's python fork server: --procmgr-warm=python:MOD[,MOD...] for an
 unmodified script.
 
 procmgr-rank runs the command's own interpreter on this module instead of
-the script, ahead of time, as the rank's next generation:
+the script, once per rank (not once per generation):
 
     PYTHON -c <boot> MOD[,MOD...] -- [-u] [-B] script.py args...
     PYTHON -c <boot> MOD[,MOD...] -- [-u] [-B] -m module args...
 
-It imports the modules (the expensive part: torch takes seconds), says
-"ready" to procmgr (procmgr.ready()) and blocks. When the generation
-starts it gets the generation's environment and runs the script in this
-same process as `python script.py args` would: sys.argv, __main__ (runpy),
-sys.path[0] the script's directory, the environment; its stdio, signal
-dispositions, process group and binding are the ones procmgr-rank gave
-this process, which are those of a cold start. A new standby is started
-behind it for the generation after.
+It imports the modules once (the expensive part: torch takes seconds),
+checks that nothing was done that a fork cannot carry (below), says
+"ready" on procmgr's warm channel (PROCMGR_WARM_FD) and waits. At each
+generation's start procmgr-rank sends the generation's environment
+("env NAME=VALUE" lines, then "start GEN"); the server forks the
+generation's process, which runs the script as `python script.py args`
+would: sys.argv, __main__ (runpy), sys.path[0] the script's directory,
+os.environ the step's plus the generation's, its own process group, the
+stdio, signal dispositions, signal mask and CPU binding procmgr-rank gave
+this server (those of a cold start), its exit status that of the script.
+The fork is double: the middle process exits at once, so the generation's
+process is reparented to procmgr-rank (a child subreaper), which waits for
+it, signals its group and takes its stack like a cold start's; the server
+says its pid ("pid N") and waits for the next generation. A restart costs
+a fork, not an import.
 
-What must not happen before the generation starts, in the modules named:
-nothing that depends on the generation (the rank, the master's address),
-no CUDA context (it would be made before the rank's GPU is known to the
-script), no connection to other ranks. Threads a module starts are kept
-(this is the same process, not a fork), but they run before the
-generation's environment is set: a module that reads the environment at
-import reads the standby's (no RANK change after a replacement, restart
-count unset). Check: PROCMGR_RESTART_COUNT is absent until the start.
+What must not happen before the fork, in the modules named (checked
+before "ready" and before each fork; the server then refuses: a line on
+stderr, exit PM_WARM_REFUSED_EXIT, and every generation starts cold):
+  - no thread: a fork keeps only the forking thread; another thread's
+    locks (a BLAS or OpenMP pool, a logging handler's) stay held for ever
+    in the child. /proc/self/task must list one thread.
+  - no CUDA context (torch.cuda.is_initialized()): a context does not
+    survive a fork, and its GPU would be chosen before the rank is known.
+Not checked, said in docs/user-guide.md: nothing that depends on the
+generation (the rank, the master's address), no connection to other
+ranks, no open files the script expects fresh. The hash seed
+(PYTHONHASHSEED) is the server's for every generation; random is
+reseeded by Python at the fork, numpy's global generator here.
 """
+import gc
 import os
 import runpy
+import socket
 import sys
+import time
 
-import procmgr
+REFUSED_EXIT = 78  # PM_WARM_REFUSED_EXIT in runtime/common/warm.h
+_ENV_WARM_FD = "PROCMGR_WARM_FD"
 
 
 def _usage(msg):
-    sys.stderr.write("procmgr: --procmgr-warm=python: %s\n" % msg)
-    # Exits before ready: procmgr-rank starts the generation cold and says so.
-    sys.exit(2)
+    sys.stderr.write("procmgr: --procmgr-warm=python: %s; every generation starts cold\n"
+                     % msg)
+    sys.stderr.flush()
+    # procmgr-rank starts the generation cold, says so, and does not try
+    # again (it would fail the same way).
+    sys.exit(REFUSED_EXIT)
 
 
 def _parse(argv):
@@ -62,36 +81,169 @@ def _parse(argv):
     return mods, ("script", rest[0], rest[1:]), unbuffered
 
 
-def _check_preload():
-    """Say what the preloaded modules did that a standby should not have."""
+def fork_refusal(mods):
+    """Why this process must not fork the generation (None: it may)."""
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = 1
+    if threads > 1:
+        return ("%d threads run in the fork server after importing %s (a fork keeps only "
+                "one: their locks would stay held in the script); preload modules that "
+                "start no thread at import" % (threads, ",".join(mods)))
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and getattr(cuda, "is_initialized", lambda: False)():
-        sys.stderr.write("procmgr: --procmgr-warm=python: a CUDA context exists before the "
-                         "generation started (made at import by a module named): its GPU "
-                         "was chosen before the rank was known\n")
+        return ("CUDA is initialised in the fork server after importing %s (a CUDA context "
+                "does not survive a fork); preload modules that do not touch the GPU"
+                % ",".join(mods))
+    return None
+
+
+def _check(mods):
+    why = fork_refusal(mods)
+    if why:
+        _usage("refused: " + why)
+
+
+class _Channel:
+    """procmgr-rank's lines, read one at a time."""
+
+    def __init__(self, sock):
+        self.sock, self.buf = sock, b""
+
+    def line(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None  # procmgr-rank is gone: so are we
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode("utf-8", "surrogateescape")
+
+    def generation(self):
+        """The next generation's environment (a dict) once "start" came;
+        None when the channel closed."""
+        env = {}
+        while True:
+            text = self.line()
+            if text is None:
+                return None
+            if text.startswith("env ") and "=" in text:
+                name, value = text[4:].split("=", 1)
+                env[name] = value
+            elif text.startswith("start ") and text[6:].isdigit():
+                return env
+            else:
+                sys.stderr.write("procmgr: fork server: unexpected line %r\n" % text[:64])
+                os._exit(2)
+
+
+def _prctl():
+    """libc's prctl, loaded in the server (not in each fork); None if not."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _become_rank(env, supervisor, middle, fds, prctl):
+    """In the generation's process, once forked: the rest of what a cold
+    start has. Returns to run the script."""
+    for fd in fds:
+        os.close(fd)
+    # Its own process group, as procmgr-rank gives a cold start (the
+    # middle process sets it too: no race with procmgr-rank's first kill).
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    # Reparented to procmgr-rank once the middle process is gone (a sleep,
+    # not a spin: 8 ranks' forks share a node's cores with their middles).
+    while os.getppid() == middle:
+        time.sleep(0.0002)
+    if prctl is not None:
+        prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with procmgr-rank
+    if os.getppid() != supervisor:
+        os._exit(137)  # procmgr-rank ended meanwhile
+    os.environ.update(env)
+    np = sys.modules.get("numpy")
+    if np is not None and hasattr(np, "random"):
+        np.random.seed()  # fresh, as at a cold import; Python's random reseeds itself
+
+
+def serve(mods, sock):
+    """The fork server's loop: returns in each generation's process, never
+    in the server (which exits when procmgr-rank closes the channel)."""
+    supervisor = os.getppid()
+    ch = _Channel(sock)
+    prctl = _prctl()
+    # What the modules built stays out of the collector's sight: a
+    # collection in the fork would write to every object's header, a copy
+    # of each page (and seconds, 8 ranks on a node's cores at once).
+    gc.collect()
+    gc.freeze()
+    sock.sendall(b"ready\n")
+    while True:
+        env = ch.generation()
+        if env is None:
+            os._exit(0)
+        _check(mods)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        rfd, wfd = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            me = os.getpid()
+            try:
+                pid = os.fork()
+            except OSError:
+                os._exit(1)
+            if pid == 0:
+                _become_rank(env, supervisor, me, (rfd, wfd, sock.fileno()), prctl)
+                return
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            os.write(wfd, b"%d" % pid)
+            os._exit(0)
+        os.close(wfd)
+        data = b""
+        while True:
+            chunk = os.read(rfd, 32)
+            if not chunk:
+                break
+            data += chunk
+        os.close(rfd)
+        os.waitpid(middle, 0)
+        if not data.isdigit():
+            sys.stderr.write("procmgr: fork server: the fork failed\n")
+            os._exit(3)  # procmgr-rank starts this generation cold, says so
+        sock.sendall(b"pid %s\n" % data)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     mods, (kind, target, args), unbuffered = _parse(argv)
-    for m in mods:
-        __import__(m)
-    _check_preload()
+    fd = os.environ.pop(_ENV_WARM_FD, None)
     if kind == "script" and not os.path.exists(target):
         _usage("can't open file %r" % target)
-    if not procmgr.ready():
-        # Not procmgr's standby (run by hand): just run it.
-        pass
+    for m in mods:
+        __import__(m)
+    if fd is not None:
+        _check(mods)
+        serve(mods, socket.socket(fileno=int(fd)))
+    # Here: the generation's process (or run by hand, no procmgr: just run).
     if unbuffered:
         sys.stdout.reconfigure(write_through=True)
         sys.stderr.reconfigure(write_through=True)
+    sys.argv = [target] + list(args)
     if kind == "module":
-        sys.argv = [target] + list(args)
         sys.path[0] = os.getcwd()
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
-        sys.argv = [target] + list(args)
         sys.path[0] = os.path.dirname(os.path.abspath(target))
         runpy.run_path(target, run_name="__main__")
 

@@ -73,6 +73,17 @@ int pm_warm_parse(char *line, size_t len, struct pm_warm_line *out, char *err, s
 		out->kind = PM_WARM_ENV;
 		return 0;
 	}
+	if (sp && sp - line == 3 && !strncmp(line, "pid", 3)) {
+		uint32_t v;
+		if (parse_gen(sp + 1, &v) || v < 2 || v > INT32_MAX) {
+			snprintf(err, errlen, "'%.64s': pid needs a process id, a whole number "
+				 "from 2 to %d", line, INT32_MAX);
+			return -1;
+		}
+		out->pid = (int)v;
+		out->kind = PM_WARM_PID;
+		return 0;
+	}
 	if (sp && sp - line == 5 && !strncmp(line, "start", 5)) {
 		if (parse_gen(sp + 1, &out->gen)) {
 			snprintf(err, errlen, "'%.64s': start needs the generation, a whole number "

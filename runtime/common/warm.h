@@ -4,6 +4,8 @@
  * bytes with the newline:
  *
  *   program -> supervisor   ready
+ *   fork server -> supervisor  pid PID   (python: the generation's process,
+ *                                          forked, now the supervisor's child)
  *   supervisor -> program   env NAME=VALUE      (zero or more)
  *                           start GEN           (the generation begins)
  *
@@ -27,13 +29,14 @@ enum pm_warm_mode {
 	PM_WARM_PYTHON,   /* "python:MOD,...": procmgr's fork server */
 };
 
-enum pm_warm_kind { PM_WARM_READY, PM_WARM_ENV, PM_WARM_START };
+enum pm_warm_kind { PM_WARM_READY, PM_WARM_ENV, PM_WARM_START, PM_WARM_PID };
 
 struct pm_warm_line {
 	enum pm_warm_kind kind;
 	char name[PM_WARM_NAME_MAX]; /* ENV */
 	const char *value;           /* ENV: into the parsed line */
 	uint32_t gen;                /* START */
+	int pid;                     /* PID: > 1 */
 };
 
 /* One line without its '\n' (len bytes; it is modified: the value is cut
@@ -57,6 +60,10 @@ int pm_warm_buf_add(struct pm_warm_buf *b, const char *p, size_t n, char *err, s
 /* The next whole line into line (NUL-terminated, no '\n'): its length, or
  * -1 if no whole line is there yet. */
 int pm_warm_buf_line(struct pm_warm_buf *b, char *line, size_t len);
+
+/* A fork server that refuses to fork (a thread, or CUDA, before the
+ * fork) says why on stderr and exits with this: no new one is tried. */
+#define PM_WARM_REFUSED_EXIT 78
 
 /* --procmgr-warm's value: off, on, or python:MOD[,MOD...] (dotted Python
  * module names). mods gets the list for the python form ("" otherwise). */

@@ -100,6 +100,32 @@ void pm_rank_on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 }
 
+void pm_rank_early_add(struct rank *r, pid_t pid, int status)
+{
+	int n = (int)(sizeof(r->early) / sizeof(r->early[0]));
+
+	if (r->n_early >= n) { /* the oldest goes */
+		memmove(r->early, r->early + 1, sizeof(r->early[0]) * (size_t)(n - 1));
+		r->n_early = n - 1;
+	}
+	r->early[r->n_early].pid = pid;
+	r->early[r->n_early].status = status;
+	r->n_early++;
+}
+
+int pm_rank_early_take(struct rank *r, pid_t pid, int *status)
+{
+	int i;
+
+	for (i = 0; i < r->n_early; i++)
+		if (r->early[i].pid == pid) {
+			*status = r->early[i].status;
+			r->early[i] = r->early[--r->n_early];
+			return 0;
+		}
+	return -1;
+}
+
 void pm_rank_on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct rank *r = w->arg;
@@ -116,13 +142,20 @@ void pm_rank_on_signal(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				if (pid > 0 && pid == r->m.sb) {
 					kill(-pid, SIGKILL);
 					pm_rank_ch_close(r, 1);
+					/* A fork it made but did not say: ours
+					 * now (orphaned to us), not the rank's. */
+					if (r->m.sb_state == PM_SB_FORKING && r->m.child <= 0)
+						pm_rank_exec_kill_strays(0);
 					e.type = PM_RE_SB_EXIT;
 					e.status = status;
 					pm_rank_m_event(&r->m, &e);
 					continue;
 				}
-				if (pid != r->m.child)
+				if (pid != r->m.child) {
+					if (r->m.sb_state == PM_SB_FORKING && r->m.child <= 0)
+						pm_rank_early_add(r, pid, status);
 					continue;
+				}
 				/* What the command left in its group goes with it. */
 				kill(-pid, SIGKILL);
 				pm_rank_exec_kill_strays(r->m.sb);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "common/text.h"
+#include "common/warm.h"
 
 typedef void action(struct pm_rank_m *m, const struct pm_rank_ev *ev);
 
@@ -34,15 +35,17 @@ static void send(struct pm_rank_m *m, enum pm_msg_type t, int status, unsigned f
 static void stop_child(struct pm_rank_m *m, enum pm_rank_state next)
 {
 	m->state = next;
-	m->ops->kill(m->ctx, -m->child, SIGTERM);
-	m->ops->kill(m->ctx, -m->child, SIGCONT);
+	if (m->child > 0) { /* python: none before FORKED, which stops it */
+		m->ops->kill(m->ctx, -m->child, SIGTERM);
+		m->ops->kill(m->ctx, -m->child, SIGCONT);
+	}
 	m->ops->timer(m->ctx, PM_RT_GRACE, m->cfg.grace_ms);
 }
 
 /* Its stack first, for procmgrd to send up; then the stop. */
 static void capture_then_stop(struct pm_rank_m *m)
 {
-	if (m->cfg.heartbeat && m->ops->capture(m->ctx, m->child) == 0)
+	if (m->cfg.heartbeat && m->child > 0 && m->ops->capture(m->ctx, m->child) == 0)
 		m->state = PM_RS_CAPTURING;
 	else
 		stop_child(m, PM_RS_STOPPING);
@@ -62,6 +65,11 @@ static void finish(struct pm_rank_m *m, int code)
 {
 	m->exit_code = code;
 	drop_standby(m);
+	/* A fork the server did not report yet: with the server gone, none
+	 * will be; nothing of ours runs (a forked orphan goes with us:
+	 * PDEATHSIG). */
+	if (m->child <= 0 && m->state != PM_RS_EXITING && m->state != PM_RS_DONE)
+		m->state = PM_RS_IDLE;
 	switch (m->state) {
 	case PM_RS_RUNNING:
 	case PM_RS_CAPTURING:
@@ -97,7 +105,8 @@ static void next_standby(struct pm_rank_m *m)
 {
 	pid_t pid;
 
-	if (m->cfg.warm == PM_RW_OFF || !m->warm_ok || m->sb_state != PM_SB_NONE)
+	if (m->cfg.warm == PM_RW_OFF || !m->warm_ok || m->sb_state != PM_SB_NONE ||
+	    m->sb_refused)
 		return;
 	if (m->cfg.heartbeat && !m->beat && m->state == PM_RS_RUNNING)
 		return;
@@ -119,7 +128,8 @@ static void fmt_status(int status, char *buf, size_t len)
 }
 
 /* The standby, if one is ready, becomes the generation: its pid, or 0
- * (and why not, said, where warm generations were asked for). */
+ * (and why not, said, where warm generations were asked for); -1: the
+ * fork server forks it, its pid comes with FORKED. */
 static pid_t hand_over(struct pm_rank_m *m)
 {
 	char why[64];
@@ -127,6 +137,18 @@ static pid_t hand_over(struct pm_rank_m *m)
 
 	if (m->cfg.warm == PM_RW_OFF)
 		return 0;
+	if (m->sb_state == PM_SB_READY && m->cfg.warm == PM_RW_PYTHON) {
+		if (m->ops->release(m->ctx, m, true) == 0) {
+			m->sb_state = PM_SB_FORKING;
+			return -1;
+		}
+		m->ops->kill(m->ctx, -m->sb, SIGKILL);
+		m->sb = 0;
+		m->sb_state = PM_SB_NONE;
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server was "
+		    "lost at the hand-over", m->grank, m->cfg.node, m->gen);
+		return 0;
+	}
 	if (m->sb_state == PM_SB_READY) {
 		pid = m->sb;
 		m->sb = 0;
@@ -141,6 +163,10 @@ static pid_t hand_over(struct pm_rank_m *m)
 	if (m->sb_state == PM_SB_WARMING) {
 		say(m, "procmgr: rank %d on %s: generation %u starts cold: its standby is not "
 		    "ready yet", m->grank, m->cfg.node, m->gen);
+	} else if (m->sb_lost >= 0 && m->sb_refused) {
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server refused "
+		    "to fork (said above); every generation starts cold", m->grank, m->cfg.node,
+		    m->gen);
 	} else if (m->sb_lost >= 0) {
 		fmt_status(m->sb_lost, why, sizeof(why));
 		say(m, "procmgr: rank %d on %s: generation %u starts cold: its standby ended "
@@ -155,9 +181,26 @@ static pid_t hand_over(struct pm_rank_m *m)
 	return 0;
 }
 
-static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+/* The generation's command, started from nothing. */
+static void run_cold(struct pm_rank_m *m)
 {
 	bool noexec = false;
+	pid_t pid = m->ops->spawn(m->ctx, m, &noexec);
+
+	if (pid <= 0) {
+		m->ops->timer(m->ctx, PM_RT_HANG, 0);
+		m->state = PM_RS_IDLE;
+		send(m, PM_MSG_RANK_EXIT, 127 << 8, 0, NULL);
+		return;
+	}
+	m->child = pid;
+	m->noexec = noexec;
+	m->state = PM_RS_RUNNING;
+	send(m, PM_MSG_RANK_RUN, pid, 0, NULL);
+}
+
+static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+{
 	pid_t pid;
 
 	/* A capture of the last generation's command, which ended during it,
@@ -177,19 +220,21 @@ static void start(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 	/* Judged after its first heartbeat, or after hang_first_ms without. */
 	m->ops->timer(m->ctx, PM_RT_HANG, m->cfg.heartbeat ? m->cfg.hang_first_ms : 0);
 	pid = hand_over(m);
-	m->warm_start = pid > 0;
-	if (pid <= 0)
-		pid = m->ops->spawn(m->ctx, m, &noexec);
-	if (pid <= 0) {
-		m->ops->timer(m->ctx, PM_RT_HANG, 0);
-		send(m, PM_MSG_RANK_EXIT, 127 << 8, 0, NULL);
+	m->warm_start = pid != 0;
+	if (pid < 0) { /* running, its pid to come (FORKED) */
+		m->child = 0;
+		m->state = PM_RS_RUNNING;
 		return;
 	}
-	m->child = pid;
-	m->noexec = noexec;
-	m->state = PM_RS_RUNNING;
-	send(m, PM_MSG_RANK_RUN, pid, 0, NULL);
-	next_standby(m);
+	if (pid > 0) {
+		m->child = pid;
+		m->state = PM_RS_RUNNING;
+		send(m, PM_MSG_RANK_RUN, pid, 0, NULL);
+	} else {
+		run_cold(m);
+	}
+	if (m->state == PM_RS_RUNNING)
+		next_standby(m);
 }
 
 /* A STOP for another generation, or with nothing running: said done. */
@@ -277,13 +322,15 @@ static void terminate(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 /* srun --signal=USR1@60 and the like: for the command. */
 static void forward(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
-	m->ops->kill(m->ctx, -m->child, ev->status);
+	if (m->child > 0)
+		m->ops->kill(m->ctx, -m->child, ev->status);
 }
 
 static void grace(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
 	(void)ev;
-	m->ops->kill(m->ctx, -m->child, SIGKILL);
+	if (m->child > 0)
+		m->ops->kill(m->ctx, -m->child, SIGKILL);
 }
 
 static void hang(struct pm_rank_m *m, const struct pm_rank_ev *ev)
@@ -376,12 +423,56 @@ static void ready(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 }
 
 /* A standby that ended by itself (not killed by us): the next START says
- * so and starts cold, and a new standby is tried behind it. */
+ * so and starts cold, and a new standby is tried behind it. A fork server
+ * that refused (a thread or CUDA before the fork) is not tried again. One
+ * that ended while it forked the generation: that generation starts cold
+ * now, or, asked to stop meanwhile, it is stopped. */
 static void sb_exit(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 {
+	struct pm_rank_ev end = { .type = PM_RE_CHILD_EXIT, .rank = -1, .status = ev->status };
+	bool forking = m->sb_state == PM_SB_FORKING;
+	char why[64];
+
 	m->sb = 0;
 	m->sb_state = PM_SB_NONE;
 	m->sb_lost = ev->status;
+	if (m->cfg.warm == PM_RW_PYTHON && WIFEXITED(ev->status) &&
+	    WEXITSTATUS(ev->status) == PM_WARM_REFUSED_EXIT)
+		m->sb_refused = true;
+	if (!forking || m->child > 0)
+		return;
+	if (m->state != PM_RS_RUNNING) {
+		ended(m, &end);
+		return;
+	}
+	m->sb_lost = -1;
+	fmt_status(ev->status, why, sizeof(why));
+	if (m->sb_refused)
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server refused "
+		    "to fork (said above); every generation starts cold", m->grank, m->cfg.node,
+		    m->gen);
+	else
+		say(m, "procmgr: rank %d on %s: generation %u starts cold: its fork server ended "
+		    "at the fork (%s)", m->grank, m->cfg.node, m->gen, why);
+	m->warm_start = false;
+	run_cold(m);
+	if (m->state == PM_RS_RUNNING)
+		next_standby(m);
+}
+
+/* python: the fork server forked the generation, now our child. Asked to
+ * stop meanwhile: the stop (its grace timer runs already) reaches it. */
+static void forked(struct pm_rank_m *m, const struct pm_rank_ev *ev)
+{
+	if (m->sb_state != PM_SB_FORKING || m->child > 0 || ev->status <= 1)
+		return;
+	m->sb_state = PM_SB_READY;
+	m->child = ev->status;
+	send(m, PM_MSG_RANK_RUN, m->child, 0, NULL);
+	if (m->state == PM_RS_STOPPING || m->state == PM_RS_EXITING) {
+		m->ops->kill(m->ctx, -m->child, SIGTERM);
+		m->ops->kill(m->ctx, -m->child, SIGCONT);
+	}
 }
 
 /* A spare's supervisor (procmgrd says so, warm on): no command of its
@@ -399,13 +490,13 @@ static void spare(struct pm_rank_m *m, const struct pm_rank_ev *ev)
 
 /* clang-format off */
 static action *const actions[PM_RS_NSTATES][PM_RE_NEVENTS] = {
-	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT  READY  SB_EXIT  SPARE */
-	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, spare },
-	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent, ready, sb_exit, nop   },
-	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent, ready, sb_exit, nop   },
-	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, nop   },
-	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop,         nop,   nop, nop   },
-	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop,         nop,   nop, nop   },
+	/*                  START  STOP             STOP_HUNG        FINISH     CHILD_EXIT SIGTERM        SIGNAL   GRACE  HANG  BEAT  CAPTURED  LINK_LOST  PEER_SILENT  READY  SB_EXIT  SPARE  FORKED */
+	[PM_RS_IDLE]      = { start, stopped_already, stopped_already, do_finish, nop,   terminate,     nop,     nop,   nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, spare, nop    },
+	[PM_RS_RUNNING]   = { nop,   stop,            stop_hung,       do_finish, ended, terminate,     forward, nop,   hang, beat, nop,      link_lost, peer_silent, ready, sb_exit, nop,   forked },
+	[PM_RS_CAPTURING] = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, nop,   hang, beat, captured, link_lost, peer_silent, ready, sb_exit, nop,   forked },
+	[PM_RS_STOPPING]  = { nop,   stop_pending,    stop_pending,    do_finish, ended, terminate,     forward, grace, nop,  nop,  nop,      link_lost, peer_silent, ready, sb_exit, nop,   forked },
+	[PM_RS_EXITING]   = { nop,   stop_pending,    stop_pending,    recode,    ended, recode_signal, forward, grace, nop,  nop,  nop,      nop,       nop,         nop,   nop,     nop, forked },
+	[PM_RS_DONE]      = { nop,   stopped_already, stopped_already, recode,    nop,   recode_signal, nop,     nop,   nop,  nop,  nop,      nop,       nop,         nop,   nop, nop,   nop    },
 };
 /* clang-format on */
 
@@ -414,12 +505,15 @@ static action *const actions[PM_RS_NSTATES][PM_RE_NEVENTS] = {
  * it is ours to tell (not after we ended). */
 static void tell_standby(struct pm_rank_m *m)
 {
+	/* A fork server forking is still the rank's standby, ready. */
+	enum pm_rank_sb st = m->sb_state == PM_SB_FORKING ? PM_SB_READY : m->sb_state;
+
 	if (m->cfg.warm == PM_RW_OFF || m->state == PM_RS_DONE ||
-	    (m->sb_told == m->sb_state && m->sb_told_pid == m->sb))
+	    (m->sb_told == st && m->sb_told_pid == m->sb))
 		return;
-	m->sb_told = m->sb_state;
+	m->sb_told = st;
 	m->sb_told_pid = m->sb;
-	send(m, PM_MSG_RANK_STANDBY, (int)m->sb, (unsigned)m->sb_state, NULL);
+	send(m, PM_MSG_RANK_STANDBY, (int)m->sb, (unsigned)st, NULL);
 }
 
 void pm_rank_m_init(struct pm_rank_m *m, const struct pm_rank_cfg *cfg,
@@ -468,6 +562,7 @@ const char *pm_rank_event_name(enum pm_rank_event e)
 	static const char *const names[] = { "start", "stop", "stop-hung", "finish",
 					     "child-exit", "sigterm", "signal", "grace",
 					     "hang", "beat", "captured", "link-lost",
-					     "peer-silent", "ready", "standby-exit", "spare" };
+					     "peer-silent", "ready", "standby-exit", "spare",
+					     "forked" };
 	return (unsigned)e < PM_RE_NEVENTS ? names[e] : "?";
 }

@@ -40,6 +40,7 @@ enum pm_rank_event {
 	PM_RE_READY,       /* "ready" on a warm channel: status 1 the standby, 0 the command */
 	PM_RE_SB_EXIT,     /* the standby ended by itself: status */
 	PM_RE_SPARE,       /* procmgrd: we are a spare's supervisor, warm on */
+	PM_RE_FORKED,      /* python: the fork server forked the generation: status its pid */
 	PM_RE_NEVENTS
 };
 
@@ -60,9 +61,16 @@ enum pm_rank_sb {
 	PM_SB_NONE = 0,    /* none: warm is off, not earned yet, or it was used or lost */
 	PM_SB_WARMING = 1, /* started, its start-up not done */
 	PM_SB_READY = 2,   /* said ready: the next START hands it the generation */
-	/* (the values travel in PM_MSG_RANK_STANDBY's count) */
+	/* python: the fork server was asked to fork the generation; its
+	 * process's pid (FORKED) is awaited, the server stays (READY after). */
+	PM_SB_FORKING = 3,
+	/* (the values travel in PM_MSG_RANK_STANDBY's count; FORKING as READY) */
 };
 
+/* PM_RW_PYTHON: the standby is a fork server (python/procmgr/standby.py)
+ * that outlives the generations: at START it forks the generation's
+ * process, which becomes our child (we are a subreaper, it double-forks)
+ * and whose pid it reports (FORKED); it is not used up. */
 enum pm_rank_warm { PM_RW_OFF, PM_RW_CONTRACT, PM_RW_PYTHON };
 
 struct pm_rank_m;
@@ -89,7 +97,8 @@ struct pm_rank_ops {
 	 * "start" on the warm channel; of the standby (the generation's
 	 * environment first, m->gen, m->grank, ...), or of the running command
 	 * that said ready (nothing to hand over); 0, or -1: the standby is gone
-	 * (its end needs no report). */
+	 * (its end needs no report). Python: the fork server is sent the
+	 * generation and stays the standby; its FORKED gives the pid. */
 	pid_t (*standby)(void *ctx, const struct pm_rank_m *m);
 	int (*release)(void *ctx, const struct pm_rank_m *m, bool standby);
 };
@@ -127,6 +136,7 @@ struct pm_rank_m {
 	bool said_never;     /* "never said ready" was said */
 	int sb_lost;         /* the last standby's wait status when it ended unasked; -1 */
 	bool warm_start;     /* this generation was a standby */
+	bool sb_refused;     /* python: the fork server refused (a thread, CUDA): no more */
 	enum pm_rank_sb sb_told; /* what procmgrd was told last (RANK_STANDBY) */
 	pid_t sb_told_pid;
 };

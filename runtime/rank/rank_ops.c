@@ -35,7 +35,65 @@ void pm_rank_ch_close(struct rank *r, int i)
 	r->ch[i].buf.len = 0;
 }
 
-/* "ready" from the command or the standby; anything else is refused, said. */
+/* The parent of pid, from /proc; -1 if gone. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold anything */
+	return p && p[1] == ' ' && p[2] && p[3] == ' ' ? (pid_t)atoi(p + 4) : -1;
+}
+
+/* "pid N" from the fork server: the generation's process, ours only if it
+ * is our child (double-forked to us, its subreaper) or ended as one
+ * already. Anything else: the server is not believed, it goes, and the
+ * generation starts cold (its end says so). */
+static void on_forked(struct rank *r, pid_t pid)
+{
+	struct pm_rank_ev e = { .type = PM_RE_FORKED, .rank = -1, .status = pid };
+	int status;
+	bool ended = pm_rank_early_take(r, pid, &status) == 0;
+
+	if (pid == r->m.sb || (!ended && parent_of(pid) != getpid())) {
+		fprintf(stderr, "procmgr: rank %d on %s: the fork server said pid %d, not a child "
+			"of this supervisor; stopping it\n", r->m.grank, r->cfg.node, (int)pid);
+		if (r->m.sb > 0)
+			kill(-r->m.sb, SIGKILL);
+		return; /* its SIGCHLD: SB_EXIT, cold */
+	}
+	r->n_early = 0;
+	pm_rank_m_event(&r->m, &e);
+	if (r->m.child != pid) { /* not asked for (no fork pending): not kept */
+		if (!ended) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		return;
+	}
+	if (ended) { /* as rank_events.c's SIGCHLD does for the command */
+		struct pm_rank_ev x = { .type = PM_RE_CHILD_EXIT, .rank = -1, .status = status };
+		kill(-pid, SIGKILL);
+		pm_rank_exec_kill_strays(r->m.sb);
+		pm_rank_ch_close(r, 0);
+		pm_rank_pump_drain(&r->pump_out, true);
+		pm_rank_pump_drain(&r->pump, true);
+		pm_rank_m_event(&r->m, &x);
+	}
+}
+
+/* "ready" from the command or the standby; "pid N" from the fork server;
+ * anything else is refused, said. */
 static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct warm_ch *ch = w->arg;
@@ -63,15 +121,17 @@ static void on_warm(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 	while ((len = pm_warm_buf_line(&ch->buf, line, sizeof(line))) >= 0) {
 		struct pm_rank_ev e = { .type = PM_RE_READY, .rank = -1, .status = i };
-		if (pm_warm_parse(line, (size_t)len, &wl, why, sizeof(why)) ||
-		    wl.kind != PM_WARM_READY) {
+		int bad = pm_warm_parse(line, (size_t)len, &wl, why, sizeof(why));
+		if (!bad && wl.kind == PM_WARM_PID && i == 1 && r->cfg.warm == PM_RW_PYTHON) {
+			on_forked(r, wl.pid);
+		} else if (bad || wl.kind != PM_WARM_READY) {
 			fprintf(stderr, "procmgr: rank %d on %s: the warm channel of its %s: %s "
 				"(a program says only: ready)\n", r->m.grank, r->cfg.node,
-				i ? "standby" : "command",
-				wl.kind != PM_WARM_READY ? "not a program's line" : why);
+				i ? "standby" : "command", bad ? why : "not a program's line");
 			continue;
+		} else {
+			pm_rank_m_event(&r->m, &e);
 		}
-		pm_rank_m_event(&r->m, &e);
 		if (r->ch[i].w.fd < 0)
 			return;
 	}
@@ -234,6 +294,12 @@ static int op_release(void *ctx, const struct pm_rank_m *m, bool standby)
 	if (k < 0 || ch_write(r, 1, buf, off + (size_t)k)) {
 		pm_rank_ch_close(r, 1);
 		return -1;
+	}
+	if (r->cfg.warm == PM_RW_PYTHON) {
+		/* The fork server stays the standby, on its own channel. */
+		pm_rank_ch_close(r, 0);
+		r->n_early = 0;
+		return 0;
 	}
 	pm_rank_ch_close(r, 0);
 	r->ch[0] = r->ch[1];

@@ -46,6 +46,11 @@ struct rank {
 		struct pm_warm_buf buf;
 		struct rank *r;
 	} ch[2];
+	/* python: processes we reaped while the fork server forked the
+	 * generation, before it said the pid: the generation's may be one
+	 * (it ended before we knew it). */
+	struct { pid_t pid; int status; } early[8];
+	int n_early;
 	/* A sweep: the trial this slot runs, and where trials' outputs go */
 	struct pm_rank_trial trial;
 	char *sweep_out;
@@ -56,6 +61,9 @@ extern const struct pm_rank_ops pm_rank_live_ops;
 void pm_rank_send(void *ctx, enum pm_msg_type t, uint32_t gen, int status, unsigned flags,
 		  const char *text);
 void pm_rank_ch_close(struct rank *r, int i);
+/* rank_events.c: a reaped pid and its status, or 0/-1 (never reaped). */
+void pm_rank_early_add(struct rank *r, pid_t pid, int status);
+int pm_rank_early_take(struct rank *r, pid_t pid, int *status);
 
 /* rank_events.c: the loop's watches */
 void pm_rank_on_timer(struct pm_loop *l, struct pm_watch *w, uint32_t ev);

@@ -120,21 +120,60 @@ PY
 	wait_until 20 all_gone $pids || { ps -o pid,args -p "$(echo $pids | tr ' ' ,)"; return 1; }
 }
 
-@test "python: an unmodified script runs from a standby that imported its modules" {
+@test "python: an unmodified script's next generation is a fork of the rank's fork server, which imported its modules once; none is left at the end" {
 	CRASH_RANK=2 CRASH_GO=$W/go timeout 60 \
 		srun -N2 -n4 --procmgr-restart=on-failure:1 --procmgr-warm=python:json,email.message \
 		"$PY" -u "$SCRIPT" x "y z" 2>"$W/err" &
 	local srun=$!
 	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; return 1; }
+	local servers; servers=$(waiting_standbys | tr '\n' ' ')
 	touch "$W/go"
 	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
 	cat "$PM_LOG" "$W/err"
-	# Generation 0 cold (plain python), generation 1 from the standbys: the
-	# script saw what python script.py would show it, json already loaded.
-	[ "$(grep -c "gen=0 rank=[0-3] preloaded=False$" "$PM_LOG")" -eq 4 ]
-	[ "$(grep -c "^script [0-9]* name=__main__ argv=$SCRIPT,x,y z path0=$top/tests/integration gen=1 rank=[0-3] preloaded=True$" "$PM_LOG")" -eq 4 ]
+	echo "fork servers: $servers"
+	# Generation 0 cold (plain python), generation 1 forked by the servers:
+	# the script saw what python script.py would show it, json already
+	# loaded, its command line the server's, its parent the supervisor
+	# (double-forked to it), not the server.
+	[ "$(grep -c "gen=0 rank=[0-3] preloaded=False forked=False parent=procmgr-rank$" "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "^script [0-9]* name=__main__ argv=$SCRIPT,x,y z path0=$top/tests/integration gen=1 rank=[0-3] preloaded=True forked=True parent=procmgr-rank$" "$PM_LOG")" -eq 4 ]
 	[ "$(grep -c "generation 1 starts (warm)" "$W/err")" -eq 4 ]
 	! grep -q "starts cold" "$W/err"
+	# The step's end took the fork servers with it.
+	wait_until 15 all_gone $servers || { ps -o pid,args -p "$(echo $servers | tr ' ' ,)"; return 1; }
+}
+
+@test "python: no fork server and no forked rank is left behind at scancel" {
+	sbatch -N2 -n4 -o "$W/out" --wrap "CRASH_RANK=0 CRASH_GO=$W/go HOLD=1 srun \
+		--procmgr-restart=on-failure:1 --procmgr-warm=python:json $PY $SCRIPT" >"$W/job"
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/out"; return 1; }
+	touch "$W/go"
+	# Generation 1: every rank forked by its server, holding.
+	wait_until 40 eval '[ "$(grep -c "gen=1 .* forked=True" "$PM_LOG")" -eq 4 ]' ||
+		{ cat "$PM_LOG" "$W/out"; return 1; }
+	local pids; pids="$(waiting_standbys | tr '\n' ' ') $(sed -n 's/^script \([0-9]*\) .*gen=1 .*/\1/p' "$PM_LOG" | tr '\n' ' ')"
+	[ "$(echo $pids | wc -w)" -eq 8 ]
+	all_alive() { local p; for p in "$@"; do kill -0 "$p" || return 1; done; }
+	all_alive $pids
+	scancel "$(sed -n 's/.* \([0-9]*\)$/\1/p' "$W/job")"
+	wait_until 20 all_gone $pids || { ps -o pid,args -p "$(echo $pids | tr ' ' ,)"; return 1; }
+}
+
+@test "python: a fork server whose modules start a thread is refused, said on srun's stderr, every generation cold" {
+	printf 'import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n' \
+		>"$W/threadmod.py"
+	PYTHONPATH=$W CRASH_RANK=1 CRASH_GO=$W/go timeout 60 \
+		srun -N1 -n2 --procmgr-restart=on-failure:2 --procmgr-warm=python:threadmod \
+		"$PY" "$SCRIPT" 2>"$W/err" &
+	local srun=$!
+	wait_until 40 grep -q "refused: 2 threads run in the fork server" "$W/err" || { cat "$W/err"; return 1; }
+	wait_until 40 eval '[ "$(grep -c "refused: 2 threads" "$W/err")" -eq 2 ]' || { cat "$W/err"; return 1; }
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+	cat "$PM_LOG" "$W/err"
+	[ "$(grep -c "^procmgr: --procmgr-warm=python: refused: 2 threads run in the fork server after importing threadmod" "$W/err")" -eq 2 ]
+	[ "$(grep -c "generation 1 starts cold: its fork server refused to fork (said above)" "$W/err")" -eq 2 ]
+	[ "$(grep -c "gen=1 rank=[01] preloaded=False forked=False" "$PM_LOG")" -eq 2 ]
 }
 
 @test "python: a command that is not a python interpreter starts cold, said once per rank" {
@@ -174,6 +213,28 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	# With the state store (on by default) the example resumes from
 	# procmgr's copy of the crash's step, not the disk checkpoint's 20.
 	[ "$(grep -c "gen 1\] resumed from step 25 (procmgr's copy" "$W/crash.out")" -eq 4 ]
+}
+
+@test "DDP example, python: fork server: an unmodified script survives a crash with forked ranks and the unbroken run's loss; no server left" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
+	train() { ddp_train 240 "$@"; }
+	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	train fork --procmgr-warm=python:torch,torch.distributed,torch.nn.parallel CRASH_RANK=1 \
+		CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_GO="$W/go" &
+	local job=$!
+	wait_until 150 n_waiting 4 || { cat "$W/fork.out"; return 1; }
+	local servers; servers=$(waiting_standbys | tr '\n' ' ')
+	touch "$W/go"
+	wait "$job" || { cat "$W/fork.out"; return 1; }
+	cat "$W/plain.out" "$W/fork.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss fork) after a crash, forked" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss fork)" ]
+	[ "$(grep -c "generation 1 starts (warm)" "$W/fork.out")" -eq 4 ]
+	! grep -q "starts cold\|refused" "$W/fork.out"
+	[ "$(grep -c "gen 1\] resumed from step 25" "$W/fork.out")" -eq 4 ]
+	wait_until 15 all_gone $servers || { ps -o pid,args -p "$(echo $servers | tr ' ' ,)"; return 1; }
 }
 
 @test "DDP example, warm: a rank stopped for real (SIGSTOP) is judged hung; the restart hands every rank its standby, same loss as unbroken" {
