@@ -35,6 +35,9 @@
 
 #define JOB_UID 65534 /* nobody: procmgrd runs as the job's user */
 
+/* slurmstepd's configuration, which the plugin reads weakly. */
+slurm_conf_t slurm_conf;
+
 static int drains;
 void pm_drain_maybe(const struct pm_node *n)
 {
@@ -45,7 +48,7 @@ void pm_drain_maybe(const struct pm_node *n)
 static char tmp[64], sd[128], md[128];
 static char sd_arg[PATH_MAX + 16], md_arg[PATH_MAX + 16], rt_arg[PATH_MAX + 16];
 static char procmgrd[PATH_MAX];
-static unsigned port;
+static unsigned port, want_port; /* want_port: the step's, if not 0 */
 
 static int setup(void **state)
 {
@@ -56,6 +59,7 @@ static int setup(void **state)
 		skip();
 	fake_spank_reset();
 	drains = 0;
+	want_port = 0;
 	snprintf(procmgrd, sizeof(procmgrd), "%s/procmgrd", b ? b : ".");
 	if (access(procmgrd, X_OK))
 		fail_msg("no built procmgrd at %s", procmgrd);
@@ -133,7 +137,7 @@ static int start(const char *runtime_arg, const char *extra)
 	fake_spank_item(S_JOB_TOTAL_TASK_COUNT, 2);
 	fake_spank_item(S_JOB_UID, JOB_UID);
 	fake_spank_item(S_JOB_GID, JOB_UID);
-	port = free_port();
+	port = want_port ? want_port : free_port();
 	snprintf(ports, sizeof(ports), "%u-%u", port, port + 1);
 	spank_setenv(NULL, "SLURM_STEP_NODELIST", "localhost", 1);
 	spank_setenv(NULL, "SLURM_STEP_RESV_PORTS", ports, 1);
@@ -267,6 +271,106 @@ static void test_procmgrd_fails(void **state)
 	fails_to_start(rt_arg, "health=script:/bin/false",
 		       "node localhost failed a health check before launch");
 	said("the step does not start");
+}
+
+/* A stand-in for procmgrd at runtime=: a script that writes body's
+ * output to the ready pipe after running pre (with $rundir and $fd). */
+static void stand_in(char *arg, size_t len, const char *pre, const char *line)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stand-in", tmp);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\n"
+		   "while [ $# -gt 0 ]; do\n"
+		   "  case \"$1\" in --ready-fd) fd=$2;; --rundir) rundir=$2;; esac; shift\n"
+		   "done\n"
+		   "%s\n"
+		   "eval \"printf '%%s\\n' '%s' >&$fd\"\n"
+		   "exec sleep 600\n", pre, line);
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+	snprintf(arg, len, "runtime=%s", path);
+}
+
+/* What procmgrd says on its ready pipe that the plugin cannot read, or an
+ * error of its own (its control port taken). */
+static void test_procmgrd_says(void **state)
+{
+	char arg[PATH_MAX + 16];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd, fd6, one = 1;
+	(void)state;
+
+	stand_in(arg, sizeof(arg), "", "ready, sort of");
+	fails_to_start(arg, NULL, "procmgrd did not start on node 0: ready, sort of");
+
+	/* The step's port held by another process. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	{
+		socklen_t alen = sizeof(a);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	}
+	want_port = ntohs(a.sin_port);
+	/* Where localhost is ::1 too, that one held as well. */
+	fd6 = socket(AF_INET6, SOCK_STREAM, 0);
+	a6.sin6_port = a.sin_port;
+	if (fd6 >= 0 && (setsockopt(fd6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+			 bind(fd6, (struct sockaddr *)&a6, sizeof(a6)) || listen(fd6, 1))) {
+		close(fd6);
+		fd6 = -1;
+	}
+	fails_to_start(rt_arg, NULL, "procmgrd did not start on node 0: error: ");
+	said("Address already in use");
+	close(fd);
+	if (fd6 >= 0)
+		close(fd6);
+}
+
+/* procmgrd's environment is slurmstepd's Slurm configuration and a PATH,
+ * nothing of the user's; one that ignores SIGTERM is killed after 5 s,
+ * and its run directory removed for it. */
+static void test_procmgrd_killed(void **state)
+{
+	char arg[PATH_MAX + 16], envf[PATH_MAX], line[512], *argv[] = { "/bin/train", NULL };
+	bool conf = false, secret = false;
+	FILE *f;
+	(void)state;
+
+	slurm_conf.slurm_conf = "/etc/slurm-test/slurm.conf";
+	setenv("PM_TEST_SECRET", "x", 1);
+	stand_in(arg, sizeof(arg), "env > \"$rundir.env\"; mkdir \"$rundir\"; trap '' TERM", "ok");
+	assert_int_equal(start(arg, NULL), 0);
+	assert_int_equal(slurm_spank_user_init(NULL, 0, NULL), 0);
+	assert_int_equal(fake_spank.nerrors, 0);
+	assert_true(there("%s/77/3.0.run", sd));
+	assert_int_equal(task_init(0, argv), 0);
+	free(argv[0]);
+	assert_int_equal(slurm_spank_task_exit(NULL, 0, NULL), 0);
+	assert_int_equal(slurm_spank_task_exit(NULL, 0, NULL), 0);
+	said("ignored SIGTERM for 5 s: killing it");
+	assert_true(no_child());
+	assert_false(there("%s/77/3.0.run", sd));
+	assert_int_equal(slurm_spank_exit(NULL, 0, NULL), 0);
+	unsetenv("PM_TEST_SECRET");
+	slurm_conf.slurm_conf = NULL;
+
+	snprintf(envf, sizeof(envf), "%s/77/3.0.run.env", sd);
+	f = fopen(envf, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		conf |= !strcmp(line, "SLURM_CONF=/etc/slurm-test/slurm.conf\n");
+		secret |= !strncmp(line, "PM_TEST_SECRET=", 15);
+	}
+	fclose(f);
+	assert_true(conf);
+	assert_false(secret);
 }
 
 /* pm_spawn_start whole (launch and ready in one), a node list too long
@@ -445,6 +549,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_procmgrd_life, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procmgrd_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_procmgrd_says, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_procmgrd_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spawn_start_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_topocache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metricsdir, setup, teardown),
