@@ -49,6 +49,7 @@ static char tmp[64], sd[128], md[128];
 static char sd_arg[PATH_MAX + 16], md_arg[PATH_MAX + 16], rt_arg[PATH_MAX + 16];
 static char procmgrd[PATH_MAX];
 static unsigned port, want_port; /* want_port: the step's, if not 0 */
+static const char *step_req; /* srun's request, as slurmstepd gets it */
 
 static int setup(void **state)
 {
@@ -60,6 +61,7 @@ static int setup(void **state)
 	fake_spank_reset();
 	drains = 0;
 	want_port = 0;
+	step_req = "procmgr restart=on-failure:1";
 	snprintf(procmgrd, sizeof(procmgrd), "%s/procmgrd", b ? b : ".");
 	if (access(procmgrd, X_OK))
 		fail_msg("no built procmgrd at %s", procmgrd);
@@ -141,7 +143,7 @@ static int start(const char *runtime_arg, const char *extra)
 	snprintf(ports, sizeof(ports), "%u-%u", port, port + 1);
 	spank_setenv(NULL, "SLURM_STEP_NODELIST", "localhost", 1);
 	spank_setenv(NULL, "SLURM_STEP_RESV_PORTS", ports, 1);
-	spank_setenv(NULL, PM_ENV_STEP_REQ, "procmgr restart=on-failure:1", 1);
+	spank_setenv(NULL, PM_ENV_STEP_REQ, step_req, 1);
 	return slurm_spank_init_post_opt(NULL, 0, NULL);
 }
 
@@ -178,7 +180,9 @@ static void test_procmgrd_life(void **state)
 {
 	char shim[PATH_MAX + 16], mport[16], prom[PATH_MAX + 64];
 	char *argv[] = { "/bin/train", "--epochs=1", NULL };
+	char table[PATH_MAX], *mp[] = { table, "0 /bin/a\n1 /bin/b\n", NULL };
 	struct stat st;
+	FILE *f;
 	(void)state;
 
 	assert_int_equal(start(rt_arg, NULL), 0);
@@ -213,8 +217,30 @@ static void test_procmgrd_life(void **state)
 	env_is(PM_ENV_ARGV0, "/bin/train");
 	assert_int_equal(task_init(1, argv), 0);
 	free(argv[0]);
+	argv[0] = "/bin/train";
 	env_is("RANK", "1");
 	env_is("LOCAL_RANK", "1");
+	/* What task_init refuses, each said: no rank from Slurm, srun
+	 * --multi-prog's table (its commands would run unsupervised), an
+	 * environment that cannot be set. */
+	fake_spank.have[S_TASK_GLOBAL_ID] = false;
+	fake_spank.argc = 2;
+	assert_int_equal(slurm_spank_task_init(NULL, 0, NULL), -1);
+	said("cannot read the task's rank and command from Slurm");
+	snprintf(table, sizeof(table), "%s/multi.conf", tmp);
+	f = fopen(table, "w");
+	assert_non_null(f);
+	fputs(mp[1], f);
+	fclose(f);
+	assert_int_equal(task_init(0, mp), -1);
+	said("--multi-prog is not supported with procmgr");
+	assert_string_equal(mp[0], table);
+	fake_spank.setenv_fails = PM_ENV_ARGV0;
+	assert_int_equal(task_init(0, argv), -1);
+	said("cannot set the rank's environment");
+	assert_string_equal(argv[0], "/bin/train");
+	fake_spank.setenv_fails = NULL;
+	fake_spank.nerrors = 0;
 
 	/* The first task's exit ends nothing; the last one's ends procmgrd,
 	 * reaped, and its run directory goes. */
@@ -271,6 +297,10 @@ static void test_procmgrd_fails(void **state)
 	fails_to_start(rt_arg, "health=script:/bin/false",
 		       "node localhost failed a health check before launch");
 	said("the step does not start");
+	/* Binding with a site topology that is not there. */
+	step_req = "procmgr bind=cpu";
+	fails_to_start(rt_arg, "topology=/nonexistent/topo.xml",
+		       "cannot plan the binding of node 0's ranks");
 }
 
 /* A stand-in for procmgrd at runtime=: a script that writes body's
@@ -288,8 +318,9 @@ static void stand_in(char *arg, size_t len, const char *pre, const char *line)
 		   "  case \"$1\" in --ready-fd) fd=$2;; --rundir) rundir=$2;; esac; shift\n"
 		   "done\n"
 		   "%s\n"
-		   "eval \"printf '%%s\\n' '%s' >&$fd\"\n"
-		   "exec sleep 600\n", pre, line);
+		   "%s%s%s"
+		   "exec sleep 600\n", pre, line ? "eval \"printf '%s\\n' '" : "",
+		line ? line : "", line ? "' >&$fd\"\n" : "");
 	fclose(f);
 	assert_int_equal(chmod(path, 0755), 0);
 	snprintf(arg, len, "runtime=%s", path);
@@ -379,7 +410,7 @@ static void test_procmgrd_killed(void **state)
 static void test_spawn_start_direct(void **state)
 {
 	struct pm_node n;
-	char err[PM_ERRLEN] = "";
+	char err[PM_ERRLEN] = "", arg[PATH_MAX + 16];
 	size_t len = PM_NODELIST_ARG_MAX + 100, i;
 	(void)state;
 
@@ -419,6 +450,17 @@ static void test_spawn_start_direct(void **state)
 	assert_false(there("%s", n.rundir));
 	/* Stopping twice is harmless. */
 	pm_spawn_stop(&n);
+	/* One that never says it is ready: the wait has its bound. */
+	stand_in(arg, sizeof(arg), "", NULL);
+	snprintf(pm_g.site.runtime, sizeof(pm_g.site.runtime), "%.4000s", arg + strlen("runtime="));
+	assert_int_equal(pm_spawn_launch(NULL, &n, err, sizeof(err)), 0);
+	assert_int_equal(n.ready_ms, 30000);
+	n.ready_ms = 100;
+	assert_int_equal(pm_spawn_ready(&n, err, sizeof(err)), -1);
+	assert_string_equal(err, "procmgrd did not start on node 0: error: not ready after 0 s");
+	assert_true(n.pid > 0);
+	pm_spawn_stop(&n);
+	assert_true(no_child());
 	free(n.nodelist);
 }
 
