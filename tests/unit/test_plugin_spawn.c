@@ -50,6 +50,8 @@ static char sd_arg[PATH_MAX + 16], md_arg[PATH_MAX + 16], rt_arg[PATH_MAX + 16];
 static char procmgrd[PATH_MAX];
 static unsigned port, want_port; /* want_port: the step's, if not 0 */
 static const char *step_req; /* srun's request, as slurmstepd gets it */
+static uid_t job_uid;
+static gid_t gids[] = { 65534 }; /* the job's supplementary groups */
 
 static int setup(void **state)
 {
@@ -61,6 +63,7 @@ static int setup(void **state)
 	fake_spank_reset();
 	drains = 0;
 	want_port = 0;
+	job_uid = JOB_UID;
 	step_req = "procmgr restart=on-failure:1";
 	snprintf(procmgrd, sizeof(procmgrd), "%s/procmgrd", b ? b : ".");
 	if (access(procmgrd, X_OK))
@@ -137,8 +140,11 @@ static int start(const char *runtime_arg, const char *extra)
 	fake_spank_item(S_JOB_NNODES, 1);
 	fake_spank_item(S_JOB_LOCAL_TASK_COUNT, 2);
 	fake_spank_item(S_JOB_TOTAL_TASK_COUNT, 2);
-	fake_spank_item(S_JOB_UID, JOB_UID);
-	fake_spank_item(S_JOB_GID, JOB_UID);
+	fake_spank_item(S_JOB_UID, job_uid);
+	fake_spank_item(S_JOB_GID, job_uid);
+	fake_spank.gids = gids;
+	fake_spank.ngids = 1;
+	fake_spank.have[S_JOB_SUPPLEMENTARY_GIDS] = true;
 	port = want_port ? want_port : free_port();
 	snprintf(ports, sizeof(ports), "%u-%u", port, port + 1);
 	spank_setenv(NULL, "SLURM_STEP_NODELIST", "localhost", 1);
@@ -262,6 +268,29 @@ static void test_procmgrd_life(void **state)
 		assert_int_equal(slurm_spank_job_epilog(NULL, 1, av), 0);
 	}
 	assert_false(there("%s/77", sd));
+}
+
+/* A job of root's (srun as root): procmgrd stays root. */
+static void test_root_job(void **state)
+{
+	char *argv[] = { "/bin/train", NULL };
+	(void)state;
+
+	job_uid = 0;
+	assert_int_equal(start(rt_arg, NULL), 0);
+	assert_int_equal(slurm_spank_user_init(NULL, 0, NULL), 0);
+	assert_int_equal(fake_spank.nerrors, 0);
+	assert_true(there("%s/77/3.0.run", sd));
+	assert_int_equal(task_init(0, argv), 0);
+	free(argv[0]);
+	assert_int_equal(slurm_spank_task_exit(NULL, 0, NULL), 0);
+	assert_int_equal(slurm_spank_task_exit(NULL, 0, NULL), 0);
+	assert_int_equal(slurm_spank_exit(NULL, 0, NULL), 0);
+	assert_true(no_child());
+	assert_false(there("%s/77/3.0.run", sd));
+	/* procmgrd said how it ended: its log stays for the user. */
+	assert_true(there("%s/77/3.0.log", sd));
+	assert_int_equal(fake_spank.nerrors, 0);
 }
 
 /* procmgrd that does not start: said at user_init, where srun shows it;
@@ -388,6 +417,8 @@ static void test_procmgrd_killed(void **state)
 	said("ignored SIGTERM for 5 s: killing it");
 	assert_true(no_child());
 	assert_false(there("%s/77/3.0.run", sd));
+	/* It said nothing: its empty log is no clutter left behind. */
+	assert_false(there("%s/77/3.0.log", sd));
 	assert_int_equal(slurm_spank_exit(NULL, 0, NULL), 0);
 	unsetenv("PM_TEST_SECRET");
 	slurm_conf.slurm_conf = NULL;
@@ -427,7 +458,7 @@ static void test_spawn_start_direct(void **state)
 	n.job = 78;
 	n.nnodes = 1;
 	n.ntasks_local = n.ntasks = 1;
-	n.uid = n.gid = JOB_UID;
+	n.uid = n.gid = 0; /* a root job's, as well */
 	n.port = free_port();
 	n.nodelist = malloc(len + 1);
 	assert_non_null(n.nodelist);
@@ -590,6 +621,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_procmgrd_life, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_root_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procmgrd_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procmgrd_says, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procmgrd_killed, setup, teardown),
