@@ -161,6 +161,30 @@ static void test_step_request(void **state)
 	assert_non_null(strstr(req, "restart=on-failure:2"));
 	assert_non_null(strstr(req, "grace=3"));
 	assert_string_equal(getenv(PM_ENV_SRUN_NODE), "node7");
+	/* --procmgr-verbose: the step's options shown on srun's stderr. */
+	{
+		char out[PATH_MAX + 16], text[8192] = "";
+		int saved = dup(2), fd;
+		FILE *f;
+
+		snprintf(out, sizeof(out), "%s/stderr", tmp);
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0 && saved >= 0);
+		opt("procmgr-verbose", NULL);
+		fflush(stderr);
+		dup2(fd, 2);
+		close(fd);
+		assert_int_equal(slurm_spank_init_post_opt(NULL, 0, NULL), 0);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		f = fopen(out, "r");
+		assert_non_null(f);
+		assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+		fclose(f);
+		assert_non_null(strstr(text, "procmgr: step options: procmgr"));
+		assert_non_null(strstr(text, "restart=on-failure:2"));
+	}
 	/* srun off the nodes (a login host): no node named. */
 	unsetenv("SLURMD_NODENAME");
 	assert_int_equal(slurm_spank_init_post_opt(NULL, 0, NULL), 0);
@@ -418,6 +442,15 @@ static void test_epilog_removes(void **state)
 	assert_true(there("%s/sd/43/a/b/c/d/e", tmp));
 	said("cannot remove");
 	said("/sd/43 at the job's end");
+
+	/* Not a directory in the job's place (a link): said, not followed. */
+	fake_spank.nerrors = 0;
+	snprintf(path, sizeof(path), "%s/sd/44", tmp);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(epilog(44, sd, NULL), 0);
+	said("cannot remove ");
+	said("/sd/44 at the job's end");
+	assert_true(there("%s/outside/keep", tmp));
 
 	/* No procmgr step ever ran here, no job id, a bad line: nothing. */
 	fake_spank.nerrors = 0;
