@@ -85,6 +85,10 @@ static void apply(struct pm_bind_plan *bp, int rank, const char *cpus, struct en
 	pid_t pid;
 
 	assert_int_equal(pipe(p), 0);
+	/* The child leaves by exit(), so that a --coverage build keeps what
+	 * it ran: nothing of ours may be left in stdio's buffers for it. */
+	fflush(stdout);
+	fflush(stderr);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -97,11 +101,11 @@ static void apply(struct pm_bind_plan *bp, int rank, const char *cpus, struct en
 		if (!strcmp(cpus, "0-1"))
 			CPU_SET(1, &s);
 		if (sched_setaffinity(0, sizeof(s), &s))
-			_exit(1);
+			exit(1);
 		rc = pm_bind_apply_rank(bp, rank, set_env, get_env, &e, msg, sizeof(msg));
 		cpus_text(now, sizeof(now));
 		snprintf(line, sizeof(line), "rc=%d cpus=%s omp=%s msg=%s", rc, now, e.omp, msg);
-		_exit(write(p[1], line, strlen(line)) > 0 ? 0 : 1);
+		exit(write(p[1], line, strlen(line)) > 0 ? 0 : 1);
 	}
 	close(p[1]);
 	while ((n = read(p[0], out + off, len - 1 - off)) > 0)
