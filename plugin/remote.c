@@ -16,7 +16,10 @@
 #include "metricsdir.h"
 #include "topocache.h"
 
-static struct pm_node node_s;
+/* No procmgrd and no ready pipe until pm_node_prepare: an error found
+ * before it still runs the exit hook, whose stop must not take fd 0
+ * (slurmstepd's) for the ready pipe. */
+static struct pm_node node_s = { .pid = -1, .pidfd = -1, .ready_fd = -1 };
 static bool active; /* procmgr supervises this step on this node */
 /* The first error was said where srun shows it (user_init, whose error
  * output srun has): the tasks need not say it again. */

@@ -73,9 +73,83 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
 		*argc = fake_spank.argc;
 		*argv = fake_spank.argv;
 		rc = ESPANK_SUCCESS;
+	} else if ((unsigned)item < FAKE_SPANK_ITEM_MAX && fake_spank.have[item]) {
+		/* Each item with the type spank.h gives it. */
+		rc = ESPANK_SUCCESS;
+		switch (item) {
+		case S_JOB_UID:
+			*va_arg(ap, uid_t *) = (uid_t)fake_spank.item[item];
+			break;
+		case S_JOB_GID:
+			*va_arg(ap, gid_t *) = (gid_t)fake_spank.item[item];
+			break;
+		case S_TASK_ID:
+			*va_arg(ap, int *) = (int)fake_spank.item[item];
+			break;
+		case S_JOB_SUPPLEMENTARY_GIDS: {
+			gid_t **gids = va_arg(ap, gid_t **);
+			int *n = va_arg(ap, int *);
+			*gids = fake_spank.gids;
+			*n = fake_spank.ngids;
+			break;
+		}
+		case S_JOB_ID:
+		case S_JOB_STEPID:
+		case S_JOB_NNODES:
+		case S_JOB_NODEID:
+		case S_JOB_LOCAL_TASK_COUNT:
+		case S_JOB_TOTAL_TASK_COUNT:
+		case S_TASK_GLOBAL_ID:
+			*va_arg(ap, uint32_t *) = fake_spank.item[item];
+			break;
+		default:
+			rc = ESPANK_BAD_ARG;
+		}
 	}
 	va_end(ap);
 	return rc;
+}
+
+void fake_spank_item(spank_item_t item, uint32_t value)
+{
+	fake_spank.item[item] = value;
+	fake_spank.have[item] = true;
+}
+
+spank_context_t spank_context(void)
+{
+	return fake_spank.ctx;
+}
+
+int spank_remote(spank_t sp)
+{
+	(void)sp;
+	return fake_spank.ctx == S_CTX_REMOTE;
+}
+
+/* Slurm copies the option; so does this, name included. */
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+	int i = fake_spank.nopts;
+	(void)sp;
+
+	if (i == FAKE_SPANK_OPT_MAX || fake_spank.register_fails == i + 1)
+		return ESPANK_ERROR;
+	fake_spank.opts[i] = *opt;
+	snprintf(fake_spank.optnames[i], sizeof(fake_spank.optnames[i]), "%s", opt->name);
+	fake_spank.opts[i].name = fake_spank.optnames[i];
+	fake_spank.nopts++;
+	return ESPANK_SUCCESS;
+}
+
+int fake_spank_option(const char *name, const char *arg, int remote)
+{
+	int i;
+
+	for (i = 0; i < fake_spank.nopts; i++)
+		if (!strcmp(fake_spank.optnames[i], name))
+			return fake_spank.opts[i].cb(fake_spank.opts[i].val, arg, remote);
+	return -2;
 }
 
 static void say(char *to, size_t len, const char *fmt, va_list ap)

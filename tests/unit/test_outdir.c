@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -85,6 +86,41 @@ static void test_refuses(void **state)
 	}
 }
 
+/* A component missing under a dangling link: it cannot be made, said. A
+ * directory of the user's that they cannot write (as nobody in a child). */
+static void test_cannot_make_or_write(void **state)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	pid_t pid;
+	int st;
+	(void)state;
+
+	snprintf(link, sizeof(link), "%s/dangling", base);
+	assert_int_equal(symlink("/nonexistent/pm-outdir", link), 0);
+	snprintf(path, sizeof(path), "%s/dangling/sub", base);
+	assert_int_equal(pm_outdir_open(path, err, sizeof(err)), -1);
+	contains(err, "cannot create ");
+	contains(err, "/dangling/sub: No such file or directory");
+	if (geteuid() != 0)
+		return;
+	assert_int_equal(chmod(base, 0755), 0);
+	snprintf(path, sizeof(path), "%s/readonly", base);
+	assert_int_equal(mkdir(path, 0500), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		_exit(pm_outdir_open(path, err, sizeof(err)) == -1 &&
+		      strstr(err, "you cannot write in ") && strstr(err, "Permission denied") ?
+			      0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_files(void **state)
 {
 	char path[PATH_MAX], name[64], buf[64];
@@ -136,6 +172,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_makes_missing_parents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cannot_make_or_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

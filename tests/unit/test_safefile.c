@@ -230,6 +230,29 @@ static void test_write_bad_name(void **state)
 	close(dfd);
 }
 
+/* A directory under the final name: the rename fails, said, and the
+ * temporary file goes; a state_dir under a missing parent is said. */
+static void test_write_rename_fails(void **state)
+{
+	int dfd = opendir_fd();
+	struct stat st;
+	(void)state;
+
+	assert_int_equal(mkdir(in("topo.xml"), 0755), 0);
+	assert_int_equal(close(open(in("topo.xml/inside"), O_WRONLY | O_CREAT, 0600)), 0);
+	assert_int_equal(pm_safefile_write(dfd, "topo.xml", "<xml/>", 6, 0644, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "cannot rename .topo.xml."));
+	assert_non_null(strstr(err, ".tmp to topo.xml: "));
+	snprintf(paths[3], sizeof(paths[3]), ".topo.xml.%ld.tmp", (long)getpid());
+	assert_int_equal(fstatat(dfd, paths[3], &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(lstat(in("topo.xml/inside"), &st), 0);
+	close(dfd);
+	assert_int_equal(pm_privdir_open(in("none/state"), 0755, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot create "));
+	assert_non_null(strstr(err, "/none/state: No such file or directory"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +262,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_tmp_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_final_plants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_bad_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_rename_fails, setup, teardown),
 	};
 
 	if (geteuid() != 0) {

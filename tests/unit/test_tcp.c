@@ -130,6 +130,22 @@ static void test_bind_warns(void **state)
 	close(l);
 }
 
+/* Not a TCP socket: each option refused, named in the warning. */
+static void test_tune_refused(void **state)
+{
+	char warn[256];
+	int sv[2];
+	(void)state;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(pm_tcp_tune(sv[0], 4000, warn, sizeof(warn)), -1);
+	assert_non_null(strstr(warn, "TCP_USER_TIMEOUT: "));
+	assert_int_equal(pm_tcp_tune(sv[0], 0, warn, sizeof(warn)), -1);
+	assert_non_null(strstr(warn, "TCP_NODELAY: "));
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_no_user_timeout),
 		cmocka_unit_test(test_connect_error),
 		cmocka_unit_test(test_bind_warns),
+		cmocka_unit_test(test_tune_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
