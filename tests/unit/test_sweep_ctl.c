@@ -197,7 +197,8 @@ static void test_status_two_nodes(void **state)
 	char text[16384];
 	(void)state;
 
-	sweep_up(2, 2, 1, "[a] exec sleep 100\n[b ranks=2] exit 0\n");
+	sweep_up(2, 2, 1, "[a] exec sleep 100\n[b ranks=2] exit 0\n"
+			  "[c] printf 'one\\ttwo\\n'; exit 6\n");
 	assert_true(pm_pump(&loop, sup_running, &sups[0], 5000));
 	assert_int_equal(request(PM_Q_STATUS, "-", text, sizeof(text)), 0);
 	has(text, "name=127.0.0.2 phase=sweep");
@@ -208,6 +209,11 @@ static void test_status_two_nodes(void **state)
 	assert_int_equal(request(PM_Q_STOP, "trial=a", text, sizeof(text)), 0);
 	assert_true(pm_pump(&loop, sweep_over, NULL, 5000));
 	has(sweep_read("trials.results"), "b\tdone\t0\t0\t");
+	/* Asked after the end: every trial's line, an error's tab a blank. */
+	assert_int_equal(request(PM_Q_STATUS, "-", text, sizeof(text)), 0);
+	has(text, "trial a failed - 0 ");
+	has(text, "trial c failed - 0 ");
+	has(text, " 6 one two\n");
 }
 
 int main(void)

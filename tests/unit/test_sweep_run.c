@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -253,6 +254,28 @@ static bool both_run(void *arg)
 	return sups[0].pid && sups[1].pid;
 }
 
+/* A trial whose rank hangs (its supervisor kills it and says so), one
+ * whose error has a tab; the results cannot be written (a directory
+ * where its temporary file goes): said, and the summary names none. */
+static void test_hung_and_no_results(void **state)
+{
+	char path[128], *ev;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/trials.results.tmp", sweep_dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	sweep_up(1, 2, 1, "[stuck] exec sleep 100 # hung\n[tab] printf 'a\\tb\\n'; exit 1\n");
+	ended_with(1);
+	said(&sups[0], "procmgr: trial stuck exited with code 124 (hung: no heartbeat for the "
+		       "hang timeout (rank on 127.0.0.1)); no restart left: failed");
+	said(&sups[0], "procmgr: sweep of 2 trials: 0 done, 2 failed\n");
+	assert_false(sup_said(&sups[0], "results in"));
+	assert_null(sweep_read("trials.results"));
+	ev = sweep_read("events");
+	has(ev, "\"state\":\"failed\",\"exit_code\":124,");
+	has(ev, "\"error\":\"a\\u0009b\"");
+}
+
 /* Two nodes of one slot, both trials running; then what ends the sweep
  * early. */
 static void two_running(void)
@@ -409,6 +432,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_done, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_on_failure, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost, sweep_setup, sweep_teardown),
+		cmocka_unit_test_setup_teardown(test_hung_and_no_results, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_supervisor_lost, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_cancelled, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_health_failed, sweep_setup, sweep_teardown),

@@ -22,13 +22,14 @@
 #include "pump.h"
 #include "stepnet.h"
 
-static void reply(struct sup *u, int type, int status, const char *text)
+static void reply(struct sup *u, int type, int status, unsigned flags, const char *text)
 {
 	struct pm_msg m;
 
 	pm_msg_init(&m, type);
 	m.gen = u->gen;
 	m.status = status;
+	m.count = flags;
 	if (text && text[0])
 		pm_msg_set_text(&m, text);
 	if (u->c)
@@ -54,11 +55,13 @@ static void on_exit_(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	u->exits++;
 	/* As procmgr-rank: a stopped command's end is RANK_STOPPED; a failed
 	 * one's error is its last words (here its output). */
-	if (u->stopping)
-		reply(u, PM_MSG_RANK_STOPPED, st, NULL);
+	if (u->hung)
+		reply(u, PM_MSG_RANK_EXIT, st, PM_FLAG_HUNG, NULL);
+	else if (u->stopping)
+		reply(u, PM_MSG_RANK_STOPPED, st, 0, NULL);
 	else
-		reply(u, PM_MSG_RANK_EXIT, st, st ? out : NULL);
-	u->stopping = false;
+		reply(u, PM_MSG_RANK_EXIT, st, 0, st ? out : NULL);
+	u->stopping = u->hung = false;
 }
 
 static void run(struct sup *u, const struct pm_msg *m)
@@ -86,6 +89,11 @@ static void run(struct sup *u, const struct pm_msg *m)
 	u->pw = (struct pm_watch){ .fd = pm_pidfd_open(u->pid), .fn = on_exit_, .arg = u };
 	assert_true(u->pw.fd >= 0);
 	assert_int_equal(pm_loop_add(&loop, &u->pw, EPOLLIN), 0);
+	/* "# hung": its heartbeat never came; killed as procmgr-rank does. */
+	if (strstr(cmd, "# hung")) {
+		u->hung = true;
+		kill(-u->pid, SIGKILL);
+	}
 }
 
 static void sup_msg(struct pm_conn *c, const struct pm_msg *m)

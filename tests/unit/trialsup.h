@@ -3,7 +3,8 @@
  * it says RANK_HELLO, runs each TRIAL_START's command for real (sh -c, in
  * a process group of its own), answers its end as procmgr-rank does
  * (RANK_EXIT with the wait status and, on a failure, the command's first
- * output as the error text; RANK_STOPPED after a TRIAL_STOP), and keeps
+ * output as the error text; RANK_STOPPED after a TRIAL_STOP; a command
+ * with "# hung" in it is killed at once and its end said hung), and keeps
  * what it was told (starts, stops, the PRINT lines for srun's stderr). */
 #ifndef PM_TEST_TRIALSUP_H
 #define PM_TEST_TRIALSUP_H
@@ -25,7 +26,7 @@ struct sup {
 	int out;                /* its stdout, -1 none */
 	struct pm_watch pw;     /* its pidfd */
 	uint32_t gen;           /* the attempt it runs */
-	bool stopping, closed;
+	bool stopping, hung, closed;
 	int starts, stops, exits;
 	struct pm_msg start;    /* the last TRIAL_START */
 	char log[2048];         /* each TRIAL_START's first line, then '|' */
