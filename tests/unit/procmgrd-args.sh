@@ -173,4 +173,33 @@ wait "$pid"
 rc=$?
 [ "$rc" = 0 ] && [ ! -e "$t/run" ] && ok "... and gone at the plugin's SIGTERM" ||
 	bad "leaf: exit $rc"
+
+# A root whose child never joins: lost at the join deadline (connect and
+# peer timeouts); with a failed check, the plugin is told once the tree was
+# (here: never, so after a peer timeout).
+root2() { # text to await, then the plugin's SIGTERM
+	text=$1
+	shift
+	rm -f "$t/ready" "$t/err"
+	"$d" --job 7 --step 1 --ntasks 2 --port "$port" --node-id 0 --nodes '127.0.0.[1-2]' \
+		--ntasks-local 1 --rundir "$t/run" --connect-timeout 1000 --peer-timeout 1000 "$@" \
+		--ready-fd 3 3>"$t/ready" 2>"$t/err" &
+	pid=$!
+	bg="$bg $pid"
+	await 'grep -qF "$text" "$t/err"'
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+}
+root2 "did not join the step"
+[ "$rc" = 0 ] && [ "$(cat "$t/ready")" = ok ] &&
+	grep -qF "child node 127.0.0.2: its procmgrd did not join the step within 2.0 s" "$t/err" &&
+	[ ! -e "$t/run" ] && ok "a child that never joins: lost at the join deadline" ||
+	bad "join deadline (exit $rc)"
+root2 "the tree was not told" --opts "health=script:$t/fan.sh"
+printf 'health\t127.0.0.1\tscript:%s/fan.sh: fan 3 stopped\n' "$t" >"$t/want"
+[ "$rc" = 0 ] && cmp -s "$t/ready" "$t/want" &&
+	grep -qF "the tree was not told of the failed check within 1000 ms; telling the plugin anyway" "$t/err" &&
+	ok "a failed check, the tree never told: the plugin told after a peer timeout" ||
+	bad "held check (exit $rc)"
 exit $fail
