@@ -244,7 +244,8 @@ static void test_periodic(void **state)
 	pm_guard_free(&g, &loop);
 }
 
-/* A script over its time fails as timed out, with its last words. */
+/* A script over its time fails as timed out (with its last words when
+ * they came in time: not asserted, a loaded machine may not run it). */
 static void test_timeout(void **state)
 {
 	struct pm_guard g;
@@ -253,12 +254,13 @@ static void test_timeout(void **state)
 
 	script("slow.sh", "echo 'still looking'; exec sleep 100", slow, sizeof(slow));
 	snprintf(list, sizeof(list), "script:%s", slow);
-	guard_with(&g, list, NULL, 50);
+	guard_with(&g, list, NULL, 300);
 	assert_int_equal(pm_guard_start(&g, &loop, why, sizeof(why)), 0);
 	assert_true(pm_pump(&loop, got_checked, NULL, 10000));
-	snprintf(want, sizeof(want), "script:%s: timed out after 0.05 s; last said: still looking",
-		 slow);
-	assert_string_equal(said.why, want);
+	snprintf(want, sizeof(want), "script:%s: timed out after 0.3 s", slow);
+	if (strncmp(said.why, want, strlen(want)))
+		fail_msg("'%s' does not start with '%s'", said.why, want);
+	assert_false(said.passed);
 	pm_guard_free(&g, &loop);
 }
 
