@@ -477,15 +477,13 @@ int main(int argc, char **argv)
 	s->srun_node_id = -1;
 	s->uid = getuid();
 	pm_opts_init(&s->opts);
-	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err))) {
-		fprintf(stderr, "procmgrd: %s\n", err);
+	/* Every error below is said once, at out_ready. */
+	if (pm_opts_parse_str(&s->opts, opts, "--opts", err, sizeof(err)))
 		goto out_ready;
-	}
 	s->nnodes = expand_nodes(nodes, &s->names, err, sizeof(err));
 	if (s->nnodes < 0 || s->node >= s->nnodes) {
 		if (s->nnodes >= 0)
 			snprintf(err, sizeof(err), "node id %d outside the node list", s->node);
-		fprintf(stderr, "procmgrd: %s\n", err);
 		goto out_ready;
 	}
 	if (a.srun_node) {

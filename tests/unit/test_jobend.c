@@ -1,0 +1,201 @@
+/* The step's end at the root (procmgrd/jobend.c), in-process (stepnet.c):
+ * the result file in --procmgr-output-dir for each way a step ends, and
+ * when srun's node is lost the job's end through scancel (a stand-in on
+ * PATH that records its arguments), said in the event log. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "procmgrd/step.h"
+#include "pump.h"
+#include "stepnet.h"
+
+static char dir[64], oldpath[4096], path[128];
+
+static int jsetup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/pm-test-jobend-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH") ? getenv("PATH") : "");
+	return setup(state);
+}
+
+static int jteardown(void **state)
+{
+	char cmd[128];
+
+	teardown(state);
+	setenv("PATH", oldpath, 1);
+	snprintf(cmd, sizeof(cmd), "/bin/rm -rf %s", dir);
+	return system(cmd);
+}
+
+static void has(const char *text, const char *what)
+{
+	if (!text)
+		fail_msg("no text where '%s' was expected", what);
+	if (!strstr(text, what))
+		fail_msg("'%s' not in '%s'", what, text);
+}
+
+static const char *file(const char *name)
+{
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return path;
+}
+
+/* scancel on PATH: records its arguments, exits with code. */
+static void fake_scancel(int code)
+{
+	char bin[128];
+	FILE *f;
+
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	mkdir(bin, 0755);
+	strcat(bin, "/scancel");
+	f = fopen(bin, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\necho \"$@\" >%s/scancel.args\nexit %d\n", dir, code);
+	fclose(f);
+	assert_int_equal(chmod(bin, 0755), 0);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	setenv("PATH", bin, 1);
+}
+
+/* The root of two nodes, srun on the second, its log and output in dir. */
+static struct pm_step *root(void)
+{
+	struct pm_step *s = &node_up(0, 2, 2, 1, 0, 0, false)->s;
+
+	s->srun_node_id = 1;
+	snprintf(s->opts.output_dir, sizeof(s->opts.output_dir), "%s", dir);
+	assert_int_equal(pm_events_open(&s->events, file("events"), JOB, STEP), 0);
+	return s;
+}
+
+/* srun's node lost: said once; the step's end then ends the job. */
+static void test_srun_lost(void **state)
+{
+	struct pm_step *s;
+	const char *ev;
+	char *res;
+	(void)state;
+
+	fake_scancel(0);
+	s = root();
+	pm_step_srun_lost(s, 0); /* not srun's node */
+	assert_false(s->srun_lost);
+	pm_step_srun_lost(s, 1);
+	assert_true(s->srun_lost);
+	pm_step_srun_lost(s, 1);
+	/* Not over yet: nothing written, nobody cancelled. */
+	pm_step_jobend(s);
+	assert_int_equal(access(file("result.77.3"), F_OK), -1);
+	pm_step_terminate(s); /* and now it is: cancelled */
+	pm_step_jobend(s);
+	res = slurp(file("result.77.3"));
+	has(res, "job=77 step=3\nresult=cancelled\nexit_code=143\ngeneration=0\nrestarts=0\n");
+	has(res, "message=procmgr: the step was cancelled (procmgrd got SIGTERM from slurmstepd "
+		 "on 127.0.0.1); not restarting\n");
+	has(res, "srun=lost with node 127.0.0.2: procmgr ended job 77 (scancel) once the step was "
+		 "over\nroot=127.0.0.1\ntime=");
+	assert_string_equal(slurp(file("scancel.args")), "77\n");
+	ev = slurp(file("events"));
+	has(ev, "\"event\":\"srun_lost\",\"gen\":0,\"node\":\"127.0.0.2\"}");
+	assert_null(strstr(strstr(ev, "srun_lost") + 1, "srun_lost")); /* once */
+	has(ev, "\"event\":\"job_cancelled\",\"job\":77,\"reason\":\"srun lost with node "
+		"127.0.0.2\",\"scancel\":0}");
+}
+
+/* scancel that fails, and none on PATH: its status in the event. */
+static void test_scancel_fails(void **state)
+{
+	struct pm_step *s;
+	(void)state;
+
+	fake_scancel(3);
+	s = root();
+	pm_step_srun_lost(s, 1);
+	pm_gen_sweep_end(&s->gen, 2, "procmgr: rank 1 failed");
+	pm_step_jobend(s);
+	has(slurp(file("events")), "\"scancel\":3}");
+	has(slurp(file("result.77.3")), "result=failed\nexit_code=2\n");
+	has(slurp(file("result.77.3")), "message=procmgr: rank 1 failed\n");
+	node_down(&nodes[0]);
+	unlink(file("events"));
+
+	setenv("PATH", "/nonexistent", 1);
+	s = root();
+	pm_step_srun_lost(s, 1);
+	pm_gen_sweep_end(&s->gen, 1, NULL);
+	pm_step_jobend(s);
+	has(slurp(file("events")), "\"scancel\":127}");
+	has(slurp(file("result.77.3")), "message=(none)\n");
+}
+
+/* Every rank succeeded, srun on a node kept; srun elsewhere. */
+static void test_results(void **state)
+{
+	struct pm_step *s;
+	char *res;
+	(void)state;
+
+	setenv("PATH", "/nonexistent", 1); /* no scancel is run */
+	s = root();
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	res = slurp(file("result.77.3"));
+	has(res, "result=succeeded\nexit_code=0\n");
+	has(res, "message=every rank succeeded\nsrun=on node 127.0.0.2\n");
+	assert_null(slurp(file("events")) ? strstr(slurp(file("events")), "job_cancelled") : NULL);
+	node_down(&nodes[0]);
+
+	s = root();
+	s->srun_node_id = -1;
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	has(slurp(file("result.77.3")), "srun=not on a node of the step\n");
+	node_down(&nodes[0]);
+	unlink(file("result.77.3"));
+
+	/* An output directory that is none: logged, nothing written. */
+	s = root();
+	snprintf(s->opts.output_dir, sizeof(s->opts.output_dir), "%s/events", dir);
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_int_equal(access(file("result.77.3"), F_OK), -1);
+	node_down(&nodes[0]);
+
+	/* No output directory: nothing to write. */
+	s = root();
+	s->opts.output_dir[0] = '\0';
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_int_equal(access(file("result.77.3"), F_OK), -1);
+	node_down(&nodes[0]);
+
+	/* A node that is not the root writes none. */
+	s = &node_up(1, 2, 2, 1, 0, 0, false)->s;
+	snprintf(s->opts.output_dir, sizeof(s->opts.output_dir), "%s", dir);
+	pm_step_abort_local(s, "procmgr: gone");
+	pm_step_jobend(s);
+	assert_int_equal(access(file("result.77.3"), F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_srun_lost, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(test_scancel_fails, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(test_results, jsetup, jteardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
