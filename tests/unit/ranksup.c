@@ -257,7 +257,8 @@ void rsup_hello(struct rsup *s, int rank)
 {
 	struct pm_msg m;
 
-	assert_true(rsup_recv(s, &m));
+	if (!rsup_recv(s, &m))
+		fail_msg("no HELLO from procmgr-rank; its stderr: %s", s->errtext);
 	assert_int_equal(m.type, PM_MSG_RANK_HELLO);
 	assert_int_equal(m.rank, rank);
 	assert_int_equal(m.node, 0);
@@ -279,7 +280,8 @@ static bool take(struct rsup *s, int type, struct pm_msg *m)
 	uint64_t end = now_ms() + RS_WAIT_MS;
 	int i;
 
-	while ((i = first_untaken(s, type)) < 0 && now_ms() < end && s->fd != -2)
+	while ((i = first_untaken(s, type)) < 0 && now_ms() < end && s->fd != -2 &&
+	       !(s->reaped && s->fd < 0))
 		step(s, 10);
 	if (i < 0 && (i = first_untaken(s, type)) < 0)
 		return false;

@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -271,6 +273,87 @@ static void test_warm_python_needs_python(void **state)
 	finish(&s);
 }
 
+/* Every stack-tool slot of the node taken (by other ranks): the capture
+ * waits its turn within the stack timeout, then says why no stack came,
+ * and the stop goes on. (It found take_slot looking for slot i in the
+ * i-th parent of the run directory: dirname again on its own result.) */
+static void test_stack_waits_for_a_slot(void **state)
+{
+	char path[128], stack[4096];
+	struct rsup_cfg c = { .opts = "hang-timeout=60 stack-timeout=1", .heartbeat = true };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int i, n = cpus > 4 ? (int)(cpus / 2) : 2, fds[8];
+	struct pm_msg m;
+	pid_t pid;
+	(void)state;
+
+	if (n > 4)
+		n = 4;
+	for (i = 0; i < n; i++) { /* rank_stack.c's lock files, held */
+		snprintf(path, sizeof(path), "%s/stack.slot.%d", s.dir, i);
+		fds[i] = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(flock(fds[i], LOCK_EX | LOCK_NB), 0);
+	}
+	path_with_bin(&s, path, sizeof(path), true);
+	c.path = path;
+	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
+	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
+	assert_true(rsup_expect(&s, PM_MSG_RANK_STOPPED, &m));
+	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGTERM);
+	assert_true(rsup_pid_gone(pid));
+	stack_file(&s, stack, sizeof(stack));
+	assert_null(strstr(stack, "fake-gdb"));
+	assert_non_null(strstr(stack, "procmgr: no stack: waiting: no turn among this node's "
+				      "stack tools within 1.0 s (the node is busy)"));
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	finish(&s);
+}
+
+/* --procmgr-warm=python: the command's interpreter runs procmgr's
+ * standby (python/procmgr/standby.py), which becomes generation 1 and
+ * runs the script there with that generation's environment. */
+static void test_warm_python_standby(void **state)
+{
+	char script[128], want[128];
+	struct rsup_cfg c = { .opts = "warm=python:json" };
+	struct pm_msg m;
+	pid_t sb = 0;
+	FILE *f;
+	(void)state;
+
+	if (access("/usr/bin/python3", X_OK))
+		skip();
+	snprintf(script, sizeof(script), "%s/train.py", s.dir);
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs("import os, sys\n"
+	      "g = os.environ.get('PROCMGR_RESTART_COUNT')\n"
+	      "print('py gen=%s pid=%d json=%s' % (g, os.getpid(), 'json' in sys.modules), "
+	      "flush=True)\n"
+	      "sys.exit(1 if g == '0' else 0)\n", f);
+	assert_int_equal(fclose(f), 0);
+	start_gen0(&s, &c, (char *const[]){ "/usr/bin/python3", script, NULL });
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 1);
+	while (rsup_expect(&s, PM_MSG_RANK_STANDBY, &m) && m.count != 2)
+		sb = m.status;
+	assert_int_equal(m.count, 2);
+	assert_true(sb > 1 && m.status == sb);
+	rsup_send(&s, PM_MSG_START, 1, -1, -1, 0, 0, NULL);
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_int_equal(m.status, sb);
+	snprintf(want, sizeof(want), "py gen=1 pid=%d json=True\n", (int)sb);
+	assert_true(rsup_out_has(&s, want));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(m.gen, 1);
+	assert_int_equal(m.status, 0);
+	finish(&s);
+	assert_true(rsup_pid_gone(sb));
+}
+
 /* --procmgr-output-dir: the rank's stdout and stderr in files too, each
  * generation's start marked, procmgr's own lines in the stderr file. */
 static void test_output_dir(void **state)
@@ -386,6 +469,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_command_ends_during_capture, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_standby_takes_over, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_python_needs_python, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_stack_waits_for_a_slot, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_warm_python_standby, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_output_dir, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_output_dir_refused, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_trials, rs_setup, rs_teardown),
