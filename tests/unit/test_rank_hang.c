@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -273,28 +275,39 @@ static void test_warm_python_needs_python(void **state)
 	finish(&s);
 }
 
-/* Every stack-tool slot of the node taken (by other ranks): the capture
- * waits its turn within the stack timeout, then says why no stack came,
- * and the stop goes on. (It found take_slot looking for slot i in the
- * i-th parent of the run directory: dirname again on its own result.) */
-static void test_stack_waits_for_a_slot(void **state)
+/* Every stack-tool slot of the node (rank_stack.c's lock files in the run
+ * directory) held, as by other ranks' captures: their number. */
+static int hold_slots(int *fds)
 {
-	char path[128], stack[4096];
-	struct rsup_cfg c = { .opts = "hang-timeout=60 stack-timeout=1", .heartbeat = true };
+	char path[128];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int i, n = cpus > 4 ? (int)(cpus / 2) : 2, fds[8];
-	struct pm_msg m;
-	pid_t pid;
-	(void)state;
+	int i, n = cpus > 4 ? (int)(cpus / 2) : 2;
 
 	if (n > 4)
 		n = 4;
-	for (i = 0; i < n; i++) { /* rank_stack.c's lock files, held */
+	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/stack.slot.%d", s.dir, i);
 		fds[i] = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
 		assert_true(fds[i] >= 0);
 		assert_int_equal(flock(fds[i], LOCK_EX | LOCK_NB), 0);
 	}
+	return n;
+}
+
+/* All slots held: the capture waits its turn within the stack timeout,
+ * then says why no stack came, and the stop goes on. (It found take_slot
+ * looking for slot i in the i-th parent of the run directory: dirname
+ * again on its own result.) */
+static void test_stack_waits_for_a_slot(void **state)
+{
+	char path[128], stack[4096];
+	struct rsup_cfg c = { .opts = "hang-timeout=60 stack-timeout=1", .heartbeat = true };
+	int i, n, fds[4];
+	struct pm_msg m;
+	pid_t pid;
+	(void)state;
+
+	n = hold_slots(fds);
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
@@ -308,6 +321,56 @@ static void test_stack_waits_for_a_slot(void **state)
 	assert_non_null(strstr(stack, "procmgr: no stack: waiting: no turn among this node's "
 				      "stack tools within 1.0 s (the node is busy)"));
 	for (i = 0; i < n; i++)
+		close(fds[i]);
+	finish(&s);
+}
+
+/* A slot freed while the capture waits for one: taken, the stack comes. */
+static void test_stack_gets_a_freed_slot(void **state)
+{
+	char path[128], last[32], stack[4096], ev[4096]
+		__attribute__((aligned(__alignof__(struct inotify_event))));
+	struct rsup_cfg c = { .opts = "hang-timeout=60 stack-timeout=60", .heartbeat = true };
+	int i, n, fds[4], ino, tries;
+	bool tried = false;
+	struct pm_msg m;
+	pid_t pid;
+	(void)state;
+
+	n = hold_slots(fds);
+	snprintf(last, sizeof(last), "stack.slot.%d", n - 1);
+	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	assert_true(ino >= 0);
+	assert_true(inotify_add_watch(ino, s.dir, IN_OPEN) >= 0);
+	path_with_bin(&s, path, sizeof(path), true);
+	c.path = path;
+	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
+	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
+	/* It tried the last slot: every one was busy, it waits. */
+	for (tries = 0; !tried && tries < RS_WAIT_MS / 10; tries++) {
+		struct pollfd p = { .fd = ino, .events = POLLIN };
+		ssize_t k;
+		poll(&p, 1, 10);
+		while ((k = read(ino, ev, sizeof(ev))) > 0) {
+			char *q = ev;
+			while (q < ev + k) {
+				struct inotify_event *ie = (struct inotify_event *)q;
+				if (ie->len && !strcmp(ie->name, last))
+					tried = true;
+				q += sizeof(*ie) + ie->len;
+			}
+		}
+	}
+	assert_true(tried);
+	close(ino);
+	close(fds[0]);
+	assert_true(rsup_expect(&s, PM_MSG_RANK_STOPPED, &m));
+	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGTERM);
+	assert_true(rsup_pid_gone(pid));
+	stack_file(&s, stack, sizeof(stack));
+	assert_non_null(strstr(stack, "fake-gdb -q -batch -nx -p "));
+	for (i = 1; i < n; i++)
 		close(fds[i]);
 	finish(&s);
 }
@@ -352,6 +415,44 @@ static void test_warm_python_standby(void **state)
 	assert_int_equal(m.status, 0);
 	finish(&s);
 	assert_true(rsup_pid_gone(sb));
+}
+
+/* What a warm program gets wrong, said: a line it may not send, a
+ * standby that ends before it is ready (the next generation starts cold,
+ * said why). */
+static const char warm_bad_cmd[] =
+	"fd=$PROCMGR_WARM_FD; [ -z \"$PROCMGR_RESTART_COUNT\" ] && exit 3; "
+	"echo hello >&$fd; echo 'start 5' >&$fd; echo ready >&$fd; read -r l <&$fd; "
+	"echo \"told $l\"; exit 1";
+
+static void test_warm_said_why(void **state)
+{
+	struct rsup_cfg c = { .opts = "warm=on" };
+	struct pm_msg m;
+	(void)state;
+
+	start_gen0(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_bad_cmd, NULL });
+	assert_true(rsup_out_has(&s, "told start 0\n"));
+	assert_true(rsup_err_has(&s, "procmgr: rank 0 on n0: the warm channel of its command: "
+				     "unknown line 'hello' (allowed: ready, env NAME=VALUE, start "
+				     "GEN) (a program says only: ready)"));
+	assert_true(rsup_err_has(&s, "procmgr: rank 0 on n0: the warm channel of its command: not "
+				     "a program's line (a program says only: ready)"));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 1);
+	/* the standby said it started (1), then that it is gone (0) */
+	assert_true(rsup_expect(&s, PM_MSG_RANK_STANDBY, &m));
+	assert_int_equal(m.count, 1);
+	assert_true(rsup_expect(&s, PM_MSG_RANK_STANDBY, &m));
+	assert_int_equal(m.count, 0);
+	assert_int_equal(m.status, 0);
+	rsup_send(&s, PM_MSG_START, 1, -1, -1, 0, 0, NULL);
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_err_has(&s, "procmgr: rank 0 on n0: generation 1 starts cold: its "
+				     "standby ended before it was ready (exit 3)"));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(m.gen, 1);
+	finish(&s);
 }
 
 /* --procmgr-output-dir: the rank's stdout and stderr in files too, each
@@ -469,7 +570,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_command_ends_during_capture, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_standby_takes_over, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_python_needs_python, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_warm_said_why, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_stack_waits_for_a_slot, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_stack_gets_a_freed_slot, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_python_standby, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_output_dir, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_output_dir_refused, rs_setup, rs_teardown),
