@@ -283,6 +283,31 @@ static void test_exec_failure(void **state)
 	assert_int_equal(rsup_exit_code(&s), 0);
 }
 
+/* A process the command left outside its group (setsid) comes back to
+ * the supervisor, its subreaper, and goes with the generation. */
+static void test_strays_end_with_the_generation(void **state)
+{
+	struct rsup_cfg c = { 0 };
+	struct pm_msg m;
+	char *nl, cmd[512];
+	pid_t stray;
+	(void)state;
+
+	/* The command ends once the stray has left its group (a fifo). */
+	snprintf(cmd, sizeof(cmd), "mkfifo %s/f; setsid sh -c 'echo $$ > %s/f; exec sleep 1000' & "
+		 "read p < %s/f; echo \"stray $p\"; exit 0", s.dir, s.dir, s.dir);
+	start_gen0(&s, &c, SH(cmd));
+	assert_true(rsup_out_has(&s, "stray "));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(m.status, 0);
+	nl = strstr(s.outtext, "stray ");
+	stray = (pid_t)atoi(nl + 6);
+	assert_true(stray > 1);
+	assert_true(rsup_pid_gone(stray));
+	rsup_send(&s, PM_MSG_FINISH, 0, -1, -1, 0, 0, NULL);
+	assert_int_equal(rsup_exit_code(&s), 0);
+}
+
 /* Started outside a step, or with a broken environment: refused with
  * what is wrong, nothing connected. */
 static void refused(const struct rsup_cfg *c, int code, const char *why)
@@ -325,6 +350,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sigterm_is_a_cancel, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_signal_forwarded, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_exec_failure, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_strays_end_with_the_generation, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, rs_setup, rs_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
