@@ -503,24 +503,31 @@ static void test_output_dir_refused(void **state)
  * one on a busy slot are answered (the root waits for every attempt). */
 static void test_sweep_trials(void **state)
 {
-	char opts[128], path[160], text[4096];
+	char opts[128], path[160], text[4096], want[256];
 	struct rsup_cfg c = { 0 };
 	struct pm_msg m;
 	(void)state;
 
+	char efvar[160];
+
 	snprintf(opts, sizeof(opts), "sweep=%s/trials", s.dir);
 	c.opts = opts;
+	snprintf(efvar, sizeof(efvar), "TORCHELASTIC_ERROR_FILE=%s/error.0.json", s.dir);
+	c.env[0] = efvar;
 	rsup_exec(&s, &c, SH("exit 9"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 1, 0, 0, 2,
 		  "t1 4 0 2 hostm 29500\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
-		  "master=$MASTER_ADDR:$MASTER_PORT rc=$PROCMGR_RESTART_COUNT; echo trial-err >&2");
+		  "master=$MASTER_ADDR:$MASTER_PORT rc=$PROCMGR_RESTART_COUNT; "
+		  "echo ef=$TORCHELASTIC_ERROR_FILE; echo trial-err >&2");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, 0);
 	snprintf(path, sizeof(path), "%s/trials.out/t1.1.out", s.dir);
 	rsup_slurp(path, text, sizeof(text));
-	assert_string_equal(text, "trial=t1 rank=1 world=4 master=hostm:29500 rc=2\n");
+	snprintf(want, sizeof(want), "trial=t1 rank=1 world=4 master=hostm:29500 rc=2\n"
+		 "ef=%s/error.0.0.json\n", s.dir);
+	assert_string_equal(text, want);
 	snprintf(path, sizeof(path), "%s/trials.out/t1.1.err", s.dir);
 	rsup_slurp(path, text, sizeof(text));
 	assert_string_equal(text, "trial-err\n");
@@ -560,6 +567,54 @@ static void test_trial_outside_sweep(void **state)
 	finish(&s);
 }
 
+/* A sweep whose output directory cannot be made: the trial is answered
+ * with why. */
+static void test_trial_dir_refused(void **state)
+{
+	struct rsup_cfg c = { .opts = "sweep=/dev/null/trials" };
+	struct pm_msg m;
+	(void)state;
+
+	rsup_exec(&s, &c, SH("exit 0"));
+	rsup_hello(&s, 0);
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 126);
+	assert_string_equal(m.text, "cannot make /dev/null/trials.out: Not a directory");
+	finish(&s);
+}
+
+/* A spare's supervisor (procmgrd's RANK_STANDBY down, warm on) keeps a
+ * standby with no command of its own; given a lost rank's slot, the
+ * standby runs it as that rank. A message it has no use for is ignored. */
+static void test_spare_keeps_a_standby(void **state)
+{
+	struct rsup_cfg c = { .opts = "warm=on", .rank = 6 };
+	char want[128];
+	struct pm_msg m;
+	pid_t sb;
+	(void)state;
+
+	rsup_exec(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_cmd, NULL });
+	rsup_hello(&s, 6);
+	rsup_send(&s, PM_MSG_WELCOME, 0, -1, -1, 0, 0, NULL);
+	rsup_send(&s, PM_MSG_RANK_STANDBY, 0, -1, -1, 0, 0, NULL);
+	while (rsup_expect(&s, PM_MSG_RANK_STANDBY, &m) && m.count != 2)
+		;
+	assert_int_equal(m.count, 2);
+	sb = m.status;
+	assert_true(sb > 1);
+	rsup_send(&s, PM_MSG_START, 3, 1, 0, 0, 0, "node-a");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_int_equal(m.gen, 3);
+	assert_int_equal(m.status, sb);
+	snprintf(want, sizeof(want), "run gen=3 rc=3 pid=%d\n", (int)sb);
+	assert_true(rsup_out_has(&s, want));
+	assert_true(rsup_err_has(&s, "procmgr: rank 1: generation 3 starts (warm)\n"));
+	finish(&s);
+	assert_true(rsup_pid_gone(sb));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +633,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output_dir_refused, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_trials, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_outside_sweep, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_trial_dir_refused, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_spare_keeps_a_standby, rs_setup, rs_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
