@@ -84,16 +84,18 @@ static void on_end(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
  * step's run directory, the job user's). */
 static int take_slot(struct pm_rank_stack *st)
 {
-	char dir[4096], path[4200];
+	char dir[4096], path[4200], *d;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int i, n = cpus > 4 ? (int)(cpus / 2) : 2;
 
 	if (n > PM_STACK_TOOLS_MAX)
 		n = PM_STACK_TOOLS_MAX;
+	/* Once: dirname cuts dir in place, a second call is its parent's. */
 	snprintf(dir, sizeof(dir), "%s", st->out);
+	d = dirname(dir);
 	for (i = 0; i < n; i++) {
 		int fd;
-		snprintf(path, sizeof(path), "%s/stack.slot.%d", dirname(dir), i);
+		snprintf(path, sizeof(path), "%s/stack.slot.%d", d, i);
 		fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -1; /* no slots to be had: run unlimited */
