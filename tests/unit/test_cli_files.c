@@ -86,7 +86,13 @@ static void test_events_from_disk(void **state)
 	cli_run(&o, pm_cmd_events, "events", "--json", "77.3", "--state-dir", sd, NULL);
 	assert_int_equal(o.rc, 0);
 	assert_string_equal(o.out, LOG);
-	/* Without --state-dir: plugstack.conf's procmgr line says it. */
+	/* Without --state-dir, no plugstack.conf here (a login node): the
+	 * default state_dir, and no word about the file. */
+	cli_run(&o, pm_cmd_events, "events", "77.3", NULL);
+	assert_int_equal(o.rc, 1);
+	cli_has(o.err, "its log is not on this node: ");
+	assert_null(strstr(o.err, "plugstack.conf"));
+	/* plugstack.conf's procmgr line says where. */
 	write_file(at("slurm.conf"), "ClusterName=x\nPlugStackConfig=");
 	{
 		FILE *f = fopen(at("slurm.conf"), "a");
