@@ -153,7 +153,7 @@ static void read_conf(struct conf *c)
 /* Each node slurmctld knows whose release differs from the plugin's. */
 static int check_nodes(const char *where, uint32_t vernum)
 {
-	char *l = NULL, node[128], ver[64], err[1024];
+	char *l = NULL, node[128], ver[64], who[160], err[1024];
 	size_t cap = 0;
 	int bad = 0, nodes = 0;
 	FILE *f = popen(SCONTROL "-o show node 2>/dev/null", "r");
@@ -173,8 +173,9 @@ static int check_nodes(const char *where, uint32_t vernum)
 		/* A node that never registered has no version yet. */
 		if (!ver[0] || !strcmp(ver, "(null)") || !strcmp(ver, "N/A"))
 			continue;
-		snprintf(err, sizeof(err), "node %s", node);
-		if (pm_judge_release(vernum, ver, err, err, sizeof(err)) && bad++ < 10)
+		/* who apart from err: snprintf must not read what it writes. */
+		snprintf(who, sizeof(who), "node %s", node);
+		if (pm_judge_release(vernum, ver, who, err, sizeof(err)) && bad++ < 10)
 			fprintf(stderr, "%s: %s\n", where, err);
 	}
 	free(l);

@@ -35,7 +35,10 @@ void pm_evlog_state_dir(const char *given, char *dir, size_t len)
 	snprintf(found, sizeof(found), "%s", s.state_dir);
 	if (given)
 		snprintf(found, sizeof(found), "%s", given);
-	else if (pm_plugstack_default(PM_SLURMCONFDIR, conf, sizeof(conf)) == 0)
+	/* A node without plugstack.conf (a login node) takes the default
+	 * without a word: the reader asked for events, not the file. */
+	else if (pm_plugstack_default(PM_SLURMCONFDIR, conf, sizeof(conf)) == 0 &&
+		 access(conf, F_OK) == 0)
 		(void)pm_plugstack_read(conf, site_state_dir, found);
 	snprintf(dir, len, "%s", found);
 }
