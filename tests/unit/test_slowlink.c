@@ -101,8 +101,9 @@ static void tree_down(void)
 }
 
 /* For pm_pump: every 10 ms each supervisor says its rank reached the next
- * step (its lag later, with its compute time); true once the root's event
- * log holds want. */
+ * five steps (its lag later, with its compute time): enough steps in each
+ * interval for a verdict (min_steps) even when a loaded machine runs this
+ * late; true once the root's event log holds want. */
 static bool feed(void *arg)
 {
 	uint64_t now = pm_now_ms();
@@ -112,18 +113,19 @@ static bool feed(void *arg)
 	if (now >= next_ms) {
 		uint64_t at = (uint64_t)(pm_wall_s() * 1000);
 		next_ms = now + 10;
-		for (int i = 0; i < nn; i++) {
-			struct pm_msg m;
-			char text[96];
-			if (!sup[i].c)
-				continue;
-			snprintf(text, sizeof(text), "%llu %llu %.1f", (unsigned long long)step,
-				 (unsigned long long)(at + lag[i]), compute[i]);
-			set_text(&m, PM_MSG_RANK_STEP, text);
-			m.gen = nodes[0].s.gen.gen;
-			(void)pm_conn_send(sup[i].c, &m);
-		}
-		step++;
+		for (int b = 0; b < 5; b++, step++)
+			for (int i = 0; i < nn; i++) {
+				struct pm_msg m;
+				char text[96];
+				if (!sup[i].c)
+					continue;
+				snprintf(text, sizeof(text), "%llu %llu %.1f",
+					 (unsigned long long)step,
+					 (unsigned long long)(at + (uint64_t)b + lag[i]), compute[i]);
+				set_text(&m, PM_MSG_RANK_STEP, text);
+				m.gen = nodes[0].s.gen.gen;
+				(void)pm_conn_send(sup[i].c, &m);
+			}
 	}
 	log = slurp(nodes[0].s.events_path);
 	return log && strstr(log, want);
@@ -255,12 +257,9 @@ static void test_off_and_bad(void **state)
 	assert_int_equal(pm_slowlink_child(&nodes[1].s, &m), 1);
 	assert_int_equal(nodes[1].s.upq_len, 1);
 	assert_string_equal(nodes[1].s.upq[0].text, "not a summary");
-	m.gen = 0;
+	m.gen = 0; /* this node's: merged, and this one does not parse */
 	assert_int_equal(pm_slowlink_child(&nodes[1].s, &m), 1);
 	assert_int_equal(nodes[1].s.upq_len, 1);
-	/* A rank step that is not "STEP AT COMPUTE" is ignored. */
-	set_text(&m, PM_MSG_RANK_STEP, "12");
-	pm_slowlink_rank(&nodes[1].s, 0, &m);
 }
 
 int main(void)
