@@ -1,0 +1,276 @@
+/* procmgrd's state socket (state_link.c) in-process: a node of stepnet.c
+ * with its store, a supervisor's link (so that this process is one of the
+ * node's ranks) and the rank's end sending real memfds over SOCK_SEQPACKET
+ * (stateclient.c). Saves, loads and lists with the bytes compared, the
+ * counts, the events at the root and up the tree, the limits' refusals,
+ * strangers turned away with the reason as the first answer, a save cut
+ * off by the rank's close, and a socket that cannot be made. Replication
+ * to a buddy: test_state_repl.c. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "io/statesrv.h"
+#include "procmgrd/step.h"
+#include "pump.h"
+#include "stateclient.h"
+#include "stepnet.h"
+
+static char sock[128];
+
+/* Node id of nnodes with a state socket (limits in MiB), its rank 0's
+ * supervisor connected (global rank grank). */
+static struct tnode *state_node(int id, int nnodes, unsigned max_rank, unsigned max_node,
+				struct peer *sup, int grank)
+{
+	struct tnode *t = node_up(id, nnodes, 2, 1, 0, 0, false);
+
+	sc_mktmp(sc_tmp, sizeof(sc_tmp));
+	snprintf(sock, sizeof(sock), "%s/state.sock", sc_tmp);
+	assert_int_equal(pm_state_link_init(&t->s, sock, max_rank, max_node), 0);
+	assert_non_null(t->s.state);
+	if (sup)
+		sc_rank_in(t, sup, grank);
+	return t;
+}
+
+/* A rank saves two versions and loads the newest: the bytes it gets are
+ * the bytes it gave, and the root's event log says the first save of the
+ * connection and the restore. */
+static void test_save_load(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	struct pm_state_usage u;
+	char out[512], bytes[3000], *got, *log;
+	size_t len;
+	int c;
+	(void)state;
+
+	t = state_node(0, 1, 1, 2, &sup, 0);
+	snprintf(t->s.events_path, sizeof(t->s.events_path), "%s/s.events.jsonl", sc_tmp);
+	pm_step_ops.became_root(&t->s);
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (char)('a' + i % 26);
+	c = sc_connect(sock);
+	got = sc_load(c, "model", out, sizeof(out), &len);
+	assert_string_equal(out, "none");
+	assert_null(got);
+	sc_save(c, "model", bytes, 1000, 24, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	sc_save(c, "model", bytes, sizeof(bytes), 25, out, sizeof(out));
+	assert_string_equal(out, "ok 2");
+	sc_save(c, "step", "25", 2, 25, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	close(c);
+	/* The next generation's rank: a new connection. */
+	c = sc_connect(sock);
+	got = sc_load(c, "model", out, sizeof(out), &len);
+	assert_non_null(got);
+	assert_int_equal(strncmp(out, "ok 2 3000 25 ", 13), 0);
+	assert_int_equal(len, sizeof(bytes));
+	assert_memory_equal(got, bytes, sizeof(bytes));
+	free(got);
+	assert_int_equal(sc_ask(c, "list", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "ok 2\n", 5), 0);
+	assert_non_null(strstr(out, "model 2 3000 25 "));
+	assert_non_null(strstr(out, "step 1 2 25 "));
+	pm_state_link_usage(&t->s, &u);
+	assert_int_equal(u.saves, 3);
+	assert_int_equal(u.loads, 1);
+	assert_int_equal(u.refused, 0);
+	assert_int_equal(u.blobs, 2);
+	assert_int_equal(u.held, sizeof(bytes) + 2);
+	assert_int_equal(u.max_rank, 1u << 20);
+	assert_int_equal(u.max_node, 2u << 20);
+	log = slurp(t->s.events_path);
+	assert_non_null(log);
+	assert_non_null(strstr(log, "\"event\":\"state_saved\",\"rank\":0,\"node\":\"127.0.0.1\","
+				    "\"name\":\"model\",\"version\":1,\"bytes\":1000,\"train_step\":24"));
+	/* One save said per connection, not each. */
+	assert_null(strstr(log, "\"version\":2,\"bytes\":3000,\"train_step\":25}"));
+	assert_non_null(strstr(log, "\"event\":\"state_restored\",\"rank\":0,\"node\":\"127.0.0.1\","
+				    "\"name\":\"model\",\"version\":2,\"bytes\":3000,\"train_step\":25"));
+	close(c);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
+/* A node that is not the root sends its saves up as EVENT frames (queued
+ * until its parent accepted it), with the rank the supervisor said. */
+static void test_event_up(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	char out[256];
+	int c;
+	(void)state;
+
+	node_up(0, 2, 2, 1, 0, 0, false);
+	t = state_node(1, 2, 1, 1, &sup, 1);
+	c = sc_connect(sock);
+	sc_save(c, "opt", "xyz", 3, 7, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	assert_int_equal(t->s.upq_len, 1);
+	assert_int_equal(t->s.upq[0].type, PM_MSG_EVENT);
+	assert_non_null(strstr(t->s.upq[0].text, "state_saved \"rank\":1,\"node\":\"127.0.0.2\","
+						 "\"name\":\"opt\",\"version\":1,\"bytes\":3"));
+	close(c);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
+/* Over the limits: refused with the reason, counted, the rank's
+ * connection goes on; bad requests are answered, not fatal. */
+static void test_refusals(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	struct pm_state_usage u;
+	char out[512];
+	int c, fds[2];
+	(void)state;
+
+	t = state_node(0, 1, 1, 1, &sup, 0);
+	c = sc_connect(sock);
+	assert_int_equal(sc_ask(c, "begin model 2000000", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "err ", 4), 0);
+	assert_non_null(strstr(out, "state_max_rank"));
+	assert_int_equal(sc_ask(c, "frobnicate", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "err ", 4), 0);
+	/* A pipe is not a memory file. */
+	assert_int_equal(sc_ask(c, "begin model 4", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "ok ", 3), 0);
+	assert_int_equal(pipe(fds), 0);
+	{
+		char req[64];
+		snprintf(req, sizeof(req), "commit %.20s 1", out + 3);
+		assert_int_equal(sc_ask(c, req, fds[0], out, sizeof(out), NULL), 0);
+	}
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(strncmp(out, "err ", 4), 0);
+	/* Still served. */
+	sc_save(c, "model", "good", 4, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	pm_state_link_usage(&t->s, &u);
+	assert_true(u.refused >= 2);
+	assert_int_equal(u.saves, 1);
+	close(c);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
+/* A save begun, then the rank gone: nothing of it stays, the last good
+ * version is what the next one loads. */
+static void test_cut_off(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	struct pm_state_usage u;
+	char out[256], *got;
+	size_t len;
+	int c;
+	(void)state;
+
+	t = state_node(0, 1, 1, 1, &sup, 0);
+	c = sc_connect(sock);
+	sc_save(c, "model", "old", 3, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	assert_int_equal(sc_ask(c, "begin model 5", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "ok ", 3), 0);
+	close(c);
+	c = sc_connect(sock);
+	got = sc_load(c, "model", out, sizeof(out), &len);
+	assert_non_null(got);
+	assert_string_equal(got, "old");
+	free(got);
+	pm_state_link_usage(&t->s, &u);
+	assert_int_equal(u.held, 3);
+	close(c);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
+/* Who is not one of the node's ranks is answered why at its first
+ * request, then closed: no rank connected yet, another user. */
+static void test_strangers(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	struct pm_state_usage u;
+	char out[256], want[160];
+	int c;
+	(void)state;
+
+	t = state_node(0, 1, 1, 1, NULL, 0);
+	c = sc_connect(sock);
+	assert_int_equal(sc_ask(c, "load model", -1, out, sizeof(out), NULL), 0);
+	snprintf(want, sizeof(want), "err refused: pid %d is not a process of one of this step's "
+		 "ranks on this node", (int)getpid());
+	assert_string_equal(out, want);
+	assert_true(pm_pump(&loop, sc_eof, &c, 5000));
+	close(c);
+	/* A save request's descriptor is not kept either. */
+	c = sc_connect(sock);
+	{
+		int fd = sc_blob("x", 1);
+		assert_int_equal(sc_ask(c, "commit 1 1", fd, out, sizeof(out), NULL), 0);
+		close(fd);
+	}
+	assert_string_equal(out, want);
+	close(c);
+	/* The job's user is another. */
+	sc_rank_in(t, &sup, 0);
+	t->s.uid = 4242;
+	c = sc_connect(sock);
+	assert_int_equal(sc_ask(c, "list", -1, out, sizeof(out), NULL), 0);
+	snprintf(want, sizeof(want), "err refused: uid %u is not the job's user (uid 4242): a "
+		 "rank's state is its own", (unsigned)getuid());
+	assert_string_equal(out, want);
+	close(c);
+	pm_state_link_usage(&t->s, &u);
+	assert_int_equal(u.saves + u.loads, 0);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
+/* A socket that cannot be made: -1, no store, nothing counted. */
+static void test_init_fails(void **state)
+{
+	struct tnode *t;
+	struct pm_state_usage u;
+	char path[200];
+	(void)state;
+
+	t = node_up(0, 1, 2, 1, 0, 0, false);
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	assert_int_equal(pm_state_link_init(&t->s, path, 1, 1), -1);
+	assert_int_equal(pm_state_link_init(&t->s, "/nonexistent/dir/state.sock", 1, 1), -1);
+	assert_null(t->s.state);
+	pm_state_link_usage(&t->s, &u);
+	assert_int_equal(u.max_node, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_up, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_strangers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_init_fails, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
