@@ -150,7 +150,7 @@ struct tnode *sc_node(int id, int nnodes, unsigned spares)
 	struct tnode *t = node_up(id, nnodes, 2, 1, spares, 0, true);
 
 	assert_int_equal(pm_state_link_init(&t->s, sc_sock(id), 8, 16), 0);
-	assert_non_null(pm_state_link_repl(&t->s));
+	assert_non_null(t->s.repl);
 	return t;
 }
 
@@ -163,7 +163,7 @@ void sc_rank_in(struct tnode *t, struct peer *sup, int grank)
 
 struct pm_state_repl *sc_repl(struct tnode *t)
 {
-	return pm_state_link_repl(&t->s);
+	return t->s.repl;
 }
 
 bool sc_received(void *arg)
