@@ -409,3 +409,17 @@ void rsup_free(struct rsup *s)
 		close(s->err);
 	nftw(s->dir, rm, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+pid_t rsup_start_gen0(struct rsup *s, const struct rsup_cfg *c, char *const argv[])
+{
+	struct pm_msg m;
+
+	rsup_exec(s, c, argv);
+	rsup_hello(s, c->rank);
+	rsup_send(s, PM_MSG_START, 0, -1, -1, 0, 0, NULL);
+	assert_true(rsup_expect(s, PM_MSG_RANK_RUN, &m));
+	assert_int_equal(m.gen, 0);
+	assert_true(m.status > 1);
+	assert_int_equal(kill(m.status, 0), 0);
+	return m.status;
+}

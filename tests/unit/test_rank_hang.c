@@ -41,19 +41,6 @@ static int rs_teardown(void **state)
 	return 0;
 }
 
-#define SH(cmd) ((char *const[]){ "/bin/sh", "-c", cmd, NULL })
-
-static pid_t start_gen0(struct rsup *s, const struct rsup_cfg *c, char *const argv[])
-{
-	struct pm_msg m;
-
-	rsup_exec(s, c, argv);
-	rsup_hello(s, c->rank);
-	rsup_send(s, PM_MSG_START, 0, -1, -1, 0, 0, NULL);
-	assert_true(rsup_expect(s, PM_MSG_RANK_RUN, &m));
-	assert_true(m.status > 1);
-	return m.status;
-}
 
 static void finish(struct rsup *s)
 {
@@ -89,7 +76,7 @@ static void test_first_heartbeat_missed(void **state)
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_true(m.count & PM_FLAG_HUNG);
 	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGTERM);
@@ -117,7 +104,7 @@ static void test_beat_then_stop_hung(void **state)
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
-	pid = start_gen0(&s, &c, SH("echo '41 12.5' > \"$PROCMGR_HEARTBEAT\"; exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("echo '41 12.5' > \"$PROCMGR_HEARTBEAT\"; exec sleep 1000"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_int_equal(m.count, PM_FLAG_BEAT);
 	assert_int_equal(m.status, pid);
@@ -147,7 +134,7 @@ static void test_no_stack_tool(void **state)
 
 	path_with_bin(&s, path, sizeof(path), false);
 	c.path = path;
-	pid = start_gen0(&s, &c, SH("exec /bin/sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec /bin/sleep 1000"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_true(m.count & PM_FLAG_HUNG);
 	assert_true(rsup_pid_gone(pid));
@@ -173,7 +160,7 @@ static void test_stack_tool_overruns(void **state)
 	snprintf(body, sizeof(body), "echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 1000", pidfile,
 		 pidfile, pidfile);
 	rsup_script(&s, "gdb", body);
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_true(m.count & PM_FLAG_HUNG);
 	assert_true(rsup_pid_gone(pid));
@@ -199,7 +186,7 @@ static void test_command_ends_during_capture(void **state)
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "kill -9 $5; exec sleep 1000");
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL);
@@ -230,7 +217,7 @@ static void test_warm_standby_takes_over(void **state)
 	pid_t pid, sb = 0, next = 0;
 	(void)state;
 
-	pid = start_gen0(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_cmd, NULL });
+	pid = rsup_start_gen0(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_cmd, NULL });
 	snprintf(want, sizeof(want), "run gen=0 rc=0 pid=%d\n", (int)pid);
 	assert_true(rsup_out_has(&s, want));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
@@ -266,7 +253,7 @@ static void test_warm_python_needs_python(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	start_gen0(&s, &c, SH("exit 0"));
+	rsup_start_gen0(&s, &c, RSUP_SH("exit 0"));
 	assert_true(rsup_err_has(&s, "procmgr: rank 0 on n0: --procmgr-warm=python: the command "
 				     "is not a python interpreter (/bin/sh); every generation "
 				     "starts cold"));
@@ -311,7 +298,7 @@ static void test_stack_waits_for_a_slot(void **state)
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
 	assert_true(rsup_expect(&s, PM_MSG_RANK_STOPPED, &m));
 	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGTERM);
@@ -345,7 +332,7 @@ static void test_stack_gets_a_freed_slot(void **state)
 	path_with_bin(&s, path, sizeof(path), true);
 	c.path = path;
 	rsup_script(&s, "gdb", "echo \"fake-gdb $*\"");
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
 	/* It tried the last slot: every one was busy, it waits. */
 	for (tries = 0; !tried && tries < RS_WAIT_MS / 10; tries++) {
@@ -399,7 +386,7 @@ static void test_warm_python_standby(void **state)
 	      "flush=True)\n"
 	      "sys.exit(1 if g == '0' else 0)\n", f);
 	assert_int_equal(fclose(f), 0);
-	start_gen0(&s, &c, (char *const[]){ "/usr/bin/python3", script, NULL });
+	rsup_start_gen0(&s, &c, (char *const[]){ "/usr/bin/python3", script, NULL });
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 1);
 	while (rsup_expect(&s, PM_MSG_RANK_STANDBY, &m) && m.count != 2)
@@ -434,7 +421,7 @@ static void test_warm_said_why(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	start_gen0(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_bad_cmd, NULL });
+	rsup_start_gen0(&s, &c, (char *const[]){ "/bin/bash", "-c", (char *)warm_bad_cmd, NULL });
 	assert_true(rsup_out_has(&s, "told start 0\n"));
 	assert_true(rsup_err_has(&s, "procmgr: rank 0 on n0: the warm channel of its command: "
 				     "unknown line 'hello' (allowed: ready, env NAME=VALUE, start "
@@ -469,7 +456,7 @@ static void test_output_dir(void **state)
 
 	snprintf(opts, sizeof(opts), "output-dir=%s/out", s.dir);
 	c.opts = opts;
-	start_gen0(&s, &c, SH("echo to-out; echo to-err >&2; exit 0"));
+	rsup_start_gen0(&s, &c, RSUP_SH("echo to-out; echo to-err >&2; exit 0"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, 0);
 	assert_true(rsup_out_has(&s, "to-out\n"));
@@ -493,7 +480,7 @@ static void test_output_dir_refused(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	start_gen0(&s, &c, SH("echo still-here"));
+	rsup_start_gen0(&s, &c, RSUP_SH("echo still-here"));
 	assert_true(rsup_out_has(&s, "still-here\n"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, 0);
@@ -517,7 +504,7 @@ static void test_sweep_trials(void **state)
 	c.opts = opts;
 	snprintf(efvar, sizeof(efvar), "TORCHELASTIC_ERROR_FILE=%s/error.0.json", s.dir);
 	c.env[0] = efvar;
-	rsup_exec(&s, &c, SH("exit 9"));
+	rsup_exec(&s, &c, RSUP_SH("exit 9"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 1, 0, 0, 2,
 		  "t1 4 0 2 hostm 29500\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
@@ -561,7 +548,7 @@ static void test_trial_outside_sweep(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	rsup_exec(&s, &c, SH("exit 0"));
+	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
@@ -578,7 +565,7 @@ static void test_trial_dir_refused(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	rsup_exec(&s, &c, SH("exit 0"));
+	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));

@@ -39,22 +39,6 @@ static int rs_teardown(void **state)
 	return 0;
 }
 
-#define SH(cmd) ((char *const[]){ "/bin/sh", "-c", cmd, NULL })
-
-/* A supervisor started and said HELLO; generation 0 started: its pid. */
-static pid_t start_gen0(struct rsup *s, const struct rsup_cfg *c, char *const argv[])
-{
-	struct pm_msg m;
-
-	rsup_exec(s, c, argv);
-	rsup_hello(s, c->rank);
-	rsup_send(s, PM_MSG_START, 0, -1, -1, 0, 0, NULL);
-	assert_true(rsup_expect(s, PM_MSG_RANK_RUN, &m));
-	assert_int_equal(m.gen, 0);
-	assert_true(m.status > 1);
-	assert_int_equal(kill(m.status, 0), 0);
-	return m.status;
-}
 
 static void test_exit_reported_with_why(void **state)
 {
@@ -63,7 +47,7 @@ static void test_exit_reported_with_why(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("echo 'step 1' >&2; echo 'ValueError: loss is nan' >&2; exit 3"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("echo 'step 1' >&2; echo 'ValueError: loss is nan' >&2; exit 3"));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.gen, 0);
 	assert_true(WIFEXITED(m.status) && WEXITSTATUS(m.status) == 3);
@@ -89,8 +73,8 @@ static void test_generations_env_and_error_file(void **state)
 	snprintf(ef, sizeof(ef), "%s/error.0.json", s.dir);
 	snprintf(efvar, sizeof(efvar), "TORCHELASTIC_ERROR_FILE=%s", ef);
 	c.env[0] = efvar;
-	start_gen0(&s, &c,
-		   SH("echo \"gen=$PROCMGR_RESTART_COUNT te=$TORCHELASTIC_RESTART_COUNT "
+	rsup_start_gen0(&s, &c,
+		   RSUP_SH("echo \"gen=$PROCMGR_RESTART_COUNT te=$TORCHELASTIC_RESTART_COUNT "
 		      "rank=$RANK group=${GROUP_RANK:-} master=${MASTER_ADDR:-} "
 		      "ef=$TORCHELASTIC_ERROR_FILE\"; "
 		      "[ \"$PROCMGR_RESTART_COUNT\" = 1 ] && printf '{\"message\": {\"message\": "
@@ -140,7 +124,7 @@ static void test_stop_after_grace(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("trap '' TERM; echo up; exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("trap '' TERM; echo up; exec sleep 1000"));
 	assert_true(rsup_out_has(&s, "up\n"));
 	rsup_send(&s, PM_MSG_STOP, 4, -1, -1, 0, 0, NULL);
 	assert_true(rsup_recv(&s, &m));
@@ -165,7 +149,7 @@ static void test_stop_term_then_abort(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_send(&s, PM_MSG_STOP, 0, -1, -1, 0, PM_FLAG_HUNG, NULL);
 	assert_true(rsup_expect(&s, PM_MSG_RANK_STOPPED, &m));
 	assert_true(WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGTERM);
@@ -189,7 +173,7 @@ static void test_abort_blaming_another(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_send(&s, PM_MSG_ABORT, 0, 3, -1, 9, PM_FLAG_BLAME, "procmgr: rank 3 failed");
 	assert_int_equal(rsup_exit_code(&s), 0);
 	assert_true(rsup_pid_gone(pid));
@@ -202,7 +186,7 @@ static void test_link_lost_ends_command(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	rsup_close_link(&s);
 	assert_int_equal(rsup_exit_code(&s), 1);
 	assert_true(rsup_pid_gone(pid));
@@ -217,7 +201,7 @@ static void test_peer_liveness(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	/* Three timeouts' worth of PINGs, answered: still running. */
 	assert_true(rsup_await_pings(&s, 9));
 	assert_int_equal(kill(pid, 0), 0);
@@ -237,7 +221,7 @@ static void test_sigterm_is_a_cancel(void **state)
 	pid_t pid;
 	(void)state;
 
-	pid = start_gen0(&s, &c, SH("exec sleep 1000"));
+	pid = rsup_start_gen0(&s, &c, RSUP_SH("exec sleep 1000"));
 	assert_int_equal(kill(s.pid, SIGTERM), 0);
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, SIGTERM);
@@ -253,7 +237,7 @@ static void test_signal_forwarded(void **state)
 	struct pm_msg m;
 	(void)state;
 
-	start_gen0(&s, &c, SH("trap 'echo got-usr1; exit 7' USR1; echo up; sleep 1000 & wait"));
+	rsup_start_gen0(&s, &c, RSUP_SH("trap 'echo got-usr1; exit 7' USR1; echo up; sleep 1000 & wait"));
 	assert_true(rsup_out_has(&s, "up\n"));
 	assert_int_equal(kill(s.pid, SIGUSR1), 0);
 	assert_true(rsup_out_has(&s, "got-usr1\n"));
@@ -296,7 +280,7 @@ static void test_strays_end_with_the_generation(void **state)
 	/* The command ends once the stray has left its group (a fifo). */
 	snprintf(cmd, sizeof(cmd), "mkfifo %s/f; setsid sh -c 'echo $$ > %s/f; exec sleep 1000' & "
 		 "read p < %s/f; echo \"stray $p\"; exit 0", s.dir, s.dir, s.dir);
-	start_gen0(&s, &c, SH(cmd));
+	rsup_start_gen0(&s, &c, RSUP_SH(cmd));
 	assert_true(rsup_out_has(&s, "stray "));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, 0);
@@ -315,7 +299,7 @@ static void refused(const struct rsup_cfg *c, int code, const char *why)
 	struct rsup r;
 
 	rsup_init(&r);
-	rsup_exec(&r, c, SH("exit 0"));
+	rsup_exec(&r, c, RSUP_SH("exit 0"));
 	assert_int_equal(rsup_exit_code(&r), code);
 	assert_true(rsup_err_has(&r, why));
 	assert_int_equal(r.fd, -1);
