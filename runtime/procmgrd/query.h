@@ -28,7 +28,7 @@ bool pm_query_client(struct pm_step *s, struct pm_conn *c, const struct pm_msg *
 bool pm_query_child_msg(struct pm_step *s, int node, const struct pm_msg *m);
 bool pm_query_parent_msg(struct pm_step *s, const struct pm_msg *m);
 void pm_query_child_lost(struct pm_step *s, int node);
-/* A line was added to the event log (transport.c's listener, step.c's
+/* A line was added to the event log (transport.c's listener, step_setup.c's
  * hooks): events --follow are sent it. */
 void pm_query_event_written(struct pm_step *s, const char *name);
 /* rank_link.c: a rank's supervisor says its command ended (it may have
@@ -83,7 +83,7 @@ void pm_query_hang_report(struct pm_step *s);
  * (common/blame.h), and its node; -1 if none. */
 int pm_query_hang_outlier(struct pm_step *s, int *node);
 void pm_query_hang_clear(void);
-/* The event log's listener (step.c's hooks): at "hang", the hang's
+/* The event log's listener (step_setup.c's hooks): at "hang", the hang's
  * stacks are said (pm_query_hang_report); at "start", forgotten. */
 void pm_query_hang_event(struct pm_step *s, const char *name);
 

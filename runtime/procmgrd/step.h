@@ -5,7 +5,7 @@
  * runtime/procmgrd's files are on floors (docs/design.md, "procmgrd's
  * floors"), each calling only the floors under it (tests/unit/
  * no-circles.sh): step_log.c, transport.c, step_life.c at the bottom; the
- * links at the top; step.c, which sets the step up and fills in
+ * links at the top; step_setup.c, which sets the step up and fills in
  * struct pm_step_hooks, above every other. What a lower file must tell a
  * higher one goes through those hooks. */
 #ifndef PM_STEP_H
@@ -39,7 +39,7 @@ struct pm_pending {
 struct pm_step;
 struct pm_q;
 struct pm_stacks;
-/* What a lower file asks of a higher one, filled in by the top (step.c's
+/* What a lower file asks of a higher one, filled in by the top (step_setup.c's
  * pm_step_hooks, set by pm_step_init): the lower file owns the question,
  * the higher one answers it. Any may be NULL (nothing to do). */
 #define PM_STEP_LISTENERS 4
@@ -74,7 +74,7 @@ struct pm_step_hooks {
 };
 /* A hook of s, NULL when there is none. */
 #define PM_HOOK(s, h) ((s)->hooks ? (s)->hooks->h : NULL)
-/* step.c: the hooks pm_step_init sets. */
+/* step_setup.c: the hooks pm_step_init sets. */
 extern const struct pm_step_hooks pm_step_hooks;
 
 struct pm_step {
@@ -218,7 +218,7 @@ void pm_gate_pause(struct pm_step *s, int err);
  * port until its connect deadline. Less than the plugin's 5 s kill. */
 #define PM_LINGER_MS 3000
 
-/* step.c: the step set up (and its hooks), and freed. */
+/* step_setup.c: the step set up (and its hooks), and freed. */
 int pm_step_init(struct pm_step *s);
 void pm_step_free(struct pm_step *s);
 /* step_life.c: the step's timers (restart delay, stop deadline, linger)
