@@ -419,7 +419,8 @@ pid_t rsup_start_gen0(struct rsup *s, const struct rsup_cfg *c, char *const argv
 	rsup_send(s, PM_MSG_START, 0, -1, -1, 0, 0, NULL);
 	assert_true(rsup_expect(s, PM_MSG_RANK_RUN, &m));
 	assert_int_equal(m.gen, 0);
+	/* Not asserted alive: a command that ends at once may already be
+	 * reaped by its supervisor when RUN arrives. */
 	assert_true(m.status > 1);
-	assert_int_equal(kill(m.status, 0), 0);
 	return m.status;
 }

@@ -77,8 +77,7 @@ void rsup_free(struct rsup *s);
 void rsup_script(struct rsup *s, const char *name, const char *body);
 /* A file's content ("" if none). */
 void rsup_slurp(const char *path, char *buf, size_t len);
-/* A supervisor started and said HELLO; generation 0 started: its pid
- * (alive). */
+/* A supervisor started and said HELLO; generation 0 started: its pid. */
 pid_t rsup_start_gen0(struct rsup *s, const struct rsup_cfg *c, char *const argv[]);
 #define RSUP_SH(cmd) ((char *const[]){ "/bin/sh", "-c", cmd, NULL })
 
