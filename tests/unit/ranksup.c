@@ -188,13 +188,15 @@ static void read_link(struct rsup *s)
 	int n;
 
 	for (;;) {
+		if (s->in_len == sizeof(s->in))
+			break; /* decoded below, then read again */
 		k = read(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len);
 		if (k < 0 && errno == EAGAIN)
 			break;
-		if (k <= 0) { /* procmgr-rank closed its end */
+		if (k <= 0) { /* procmgr-rank closed its end: its last frames first */
 			close(s->fd);
 			s->fd = -2;
-			return;
+			break;
 		}
 		s->in_len += (size_t)k;
 	}
@@ -211,7 +213,7 @@ static void read_link(struct rsup *s)
 		if (m.type == PM_MSG_PING) { /* procmgrd's liveness: a PING back */
 			struct pm_msg p;
 			s->pings++;
-			if (s->mute)
+			if (s->mute || s->fd < 0)
 				continue;
 			pm_msg_init(&p, PM_MSG_PING);
 			put_frame(s, &p);
