@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "common/handshake.h"
+#include "common/request.h"
 #include "common/tree.h"
 #include "io/auth.h"
 #include "procmgrd/query.h"
@@ -294,4 +295,43 @@ char *slurp(const char *path)
 	buf[n] = '\0';
 	fclose(f);
 	return buf;
+}
+
+void client_send(struct peer *p, const char *to, const char *payload)
+{
+	char err[128], *cred = NULL;
+	struct pm_msg m;
+
+	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
+	peer_open(p, dial("127.0.0.9", to));
+	p->client = true;
+	pm_msg_init(&m, PM_MSG_CLIENT);
+	pm_msg_set_text(&m, cred);
+	free(cred);
+	assert_int_equal(pm_conn_send(p->c, &m), 0);
+}
+
+void client_ask(struct peer *p, const char *to, const char *host, enum pm_query_kind kind, unsigned job, unsigned step,
+		unsigned n, const char *args)
+{
+	struct pm_request r = { .kind = kind, .job = job, .step = step,
+				.port = port };
+	char payload[PM_REQ_MAX];
+
+	snprintf(r.args, sizeof(r.args), "%s", args);
+	snprintf(r.host, sizeof(r.host), "%s", host);
+	snprintf(r.nonce, sizeof(r.nonce), "%0*x", PM_REQ_NONCE_HEX, n);
+	assert_int_equal(pm_request_format(&r, payload, sizeof(payload)), 0);
+	client_send(p, to, payload);
+}
+
+bool client_answered(void *arg)
+{
+	struct peer *p = arg;
+	int i;
+
+	for (i = 0; i < p->n && i < 16; i++)
+		if (p->got[i].type == PM_MSG_ANSWER_END || p->got[i].type == PM_MSG_REFUSED)
+			return true;
+	return p->closed;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/request.h"
 #include "procmgrd/step.h"
 
 #define MAXN 4
@@ -80,6 +81,14 @@ bool rank0_gone(void *arg);
 bool rank0_in(void *arg);
 /* A file's text (up to 16 KiB, until the next call); NULL if unreadable. */
 char *slurp(const char *path);
+/* The procmgr command, from an address that is no node's (127.0.0.9):
+ * a credential over payload sent as its CLIENT frame to the node at to;
+ * a request of kind for job.step, signed for host with nonce n. */
+void client_send(struct peer *p, const char *to, const char *payload);
+void client_ask(struct peer *p, const char *to, const char *host, enum pm_query_kind kind, unsigned job, unsigned step,
+		unsigned n, const char *args);
+/* Its END or REFUSED came among the first 16 frames, or the node closed. */
+bool client_answered(void *arg);
 /* A message of type with text. */
 void set_text(struct pm_msg *m, int type, const char *text);
 

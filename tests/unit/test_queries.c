@@ -27,35 +27,12 @@
 static void ask(struct peer *p, const char *to, enum pm_query_kind kind, unsigned job,
 		unsigned step, const char *args)
 {
-	struct pm_request r = { .kind = kind, .job = job, .step = step, .port = port };
-	char payload[PM_REQ_MAX], err[128], *cred = NULL;
 	static unsigned nonce;
-	struct pm_msg m;
 
-	snprintf(r.args, sizeof(r.args), "%s", args);
 	/* Signed for the node it is sent to, with a nonce of its own. */
-	snprintf(r.host, sizeof(r.host), "%s", to);
-	snprintf(r.nonce, sizeof(r.nonce), "%0*x", PM_REQ_NONCE_HEX, ++nonce);
-	assert_int_equal(pm_request_format(&r, payload, sizeof(payload)), 0);
-	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
-	peer_open(p, dial("127.0.0.9", to));
-	p->client = true;
-	pm_msg_init(&m, PM_MSG_CLIENT);
-	pm_msg_set_text(&m, cred);
-	free(cred);
-	assert_int_equal(pm_conn_send(p->c, &m), 0);
+	client_ask(p, to, to, kind, job, step, ++nonce, args);
 }
 
-static bool ended(void *arg)
-{
-	struct peer *p = arg;
-	int i;
-
-	for (i = 0; i < p->n && i < 16; i++)
-		if (p->got[i].type == PM_MSG_ANSWER_END || p->got[i].type == PM_MSG_REFUSED)
-			return true;
-	return p->closed;
-}
 
 /* The last frame: its END (or REFUSED), after the answers. */
 static const struct pm_msg *last(const struct peer *p)
@@ -138,7 +115,7 @@ static void test_status_through_the_tree(void **state)
 
 	two_nodes(&r0, &r1);
 	ask(&p, "127.0.0.1", PM_Q_STATUS, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	for (i = 0; i < p.n - 1 && i < 15; i++) {
 		assert_int_equal(p.got[i].type, PM_MSG_ANSWER);
 		strncat(all, p.got[i].text, sizeof(all) - strlen(all) - 1);
@@ -170,7 +147,7 @@ static void test_status_child_absent(void **state)
 
 	node_up(0, 2, 2, 1, 0, 0, true);
 	ask(&p, "127.0.0.1", PM_Q_STATUS, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	for (i = 0; i < p.n && i < 16; i++)
 		strncat(all, p.got[i].text, sizeof(all) - strlen(all) - 1);
 	has(all, "absent");
@@ -206,7 +183,7 @@ static void test_stop_and_restart(void **state)
 	two_nodes(&r0, &r1);
 	/* Not running yet: nothing to restart. */
 	ask(&p, "127.0.0.1", PM_Q_RESTART, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(last(&p)->type, PM_MSG_ANSWER_END);
 	if (last(&p)->status == 0)
 		has(last(&p)->text, "restarting every rank");
@@ -219,7 +196,7 @@ static void test_stop_and_restart(void **state)
 	assert_true(pm_pump(&loop, started, &r0, 5000));
 	assert_true(pm_pump(&loop, started, &r1, 5000));
 	ask(&p, "127.0.0.1", PM_Q_STOP, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(last(&p)->type, PM_MSG_ANSWER_END);
 	assert_int_equal(last(&p)->status, 0);
 	has(last(&p)->text, "step 77.3: stopping every rank");
@@ -231,7 +208,7 @@ static void test_stop_and_restart(void **state)
 	assert_int_equal(r1.got[r1.n - 1].status, 0);
 	has(r1.got[r1.n - 1].text, "asked to stop the step");
 	ask(&p, "127.0.0.1", PM_Q_STOP, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(last(&p)->status, 1);
 	has(last(&p)->text, "cannot stop step 77.3 now");
 	peer_free(&p);
@@ -253,7 +230,7 @@ static void test_events(void **state)
 	node_up(0, 1, 2, 1, 0, 0, true);
 	/* No log kept: said so. */
 	ask(&p, "127.0.0.1", PM_Q_EVENTS, JOB, STEP, "0");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(last(&p)->status, 1);
 	has(last(&p)->text, "this step keeps no event log");
 	peer_free(&p);
@@ -261,7 +238,7 @@ static void test_events(void **state)
 	pm_query_free(&nodes[0].s);
 	assert_int_equal(pm_query_init(&nodes[0].s, "/nonexistent", path), 0);
 	ask(&p, "127.0.0.1", PM_Q_EVENTS, JOB, STEP, "0");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(p.got[0].type, PM_MSG_ANSWER);
 	has(p.got[0].text, "\"event\":\"launch\"");
 	has(p.got[0].text, "\"event\":\"start\"");
@@ -269,12 +246,12 @@ static void test_events(void **state)
 	peer_free(&p);
 	/* From an offset: what follows it. */
 	ask(&p, "127.0.0.1", PM_Q_EVENTS, JOB, STEP, "19");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_null(strstr(p.got[0].text, "launch"));
 	has(p.got[0].text, "\"event\":\"start\"");
 	peer_free(&p);
 	ask(&p, "127.0.0.1", PM_Q_EVENTS, JOB, STEP, "x1");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	has(last(&p)->text, "bad offset");
 	peer_free(&p);
 	/* Following: what is written later comes as it is written. */
@@ -419,7 +396,7 @@ static void test_stacks(void **state)
 	fake_gdb();
 	running(&r0, &r1, cmd);
 	ask(&p, "127.0.0.1", PM_Q_STACKS, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	answers(&p, all, sizeof(all));
 	snprintf(want, sizeof(want), "work_%d at train.c:42", (int)cmd[0]);
 	has(all, want);
@@ -428,7 +405,7 @@ static void test_stacks(void **state)
 	peer_free(&p);
 	/* Rank 1 only. */
 	ask(&p, "127.0.0.1", PM_Q_STACKS, JOB, STEP, "1");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	answers(&p, all, sizeof(all));
 	has(all, want);
 	snprintf(want, sizeof(want), "work_%d", (int)cmd[0]);
@@ -440,14 +417,14 @@ static void test_stacks(void **state)
 	assert_non_null(f);
 	fclose(f);
 	ask(&p, "127.0.0.1", PM_Q_STACKS, JOB, STEP, "0");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	answers(&p, all, sizeof(all));
 	has(all, "ptrace: Operation not permitted.");
 	peer_free(&p);
 	/* No tool at all: said, per node. */
 	setenv("PATH", "/nonexistent", 1);
 	ask(&p, "127.0.0.1", PM_Q_STACKS, JOB, STEP, "-");
-	assert_true(pm_pump(&loop, ended, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	answers(&p, all, sizeof(all));
 	has(all, "no stack tool: install gdb");
 	peer_free(&p);

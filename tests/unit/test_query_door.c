@@ -29,33 +29,12 @@ static void has(const char *text, const char *what)
 		fail_msg("'%s' not in '%s'", what, text);
 }
 
-/* A credential over payload, sent as the procmgr command does. */
-static void send_cred(struct peer *p, const char *payload)
-{
-	char err[128], *cred = NULL;
-	struct pm_msg m;
-
-	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
-	peer_open(p, dial("127.0.0.9", "127.0.0.1"));
-	p->client = true;
-	pm_msg_init(&m, PM_MSG_CLIENT);
-	pm_msg_set_text(&m, cred);
-	free(cred);
-	assert_int_equal(pm_conn_send(p->c, &m), 0);
-}
 
 /* A request for host (signed), nonce n, sent to the root. */
 static void ask(struct peer *p, enum pm_query_kind kind, const char *host, unsigned n,
 		const char *args)
 {
-	struct pm_request r = { .kind = kind, .job = JOB, .step = STEP, .port = port };
-	char payload[PM_REQ_MAX];
-
-	snprintf(r.args, sizeof(r.args), "%s", args);
-	snprintf(r.host, sizeof(r.host), "%s", host);
-	snprintf(r.nonce, sizeof(r.nonce), "%0*x", PM_REQ_NONCE_HEX, n);
-	assert_int_equal(pm_request_format(&r, payload, sizeof(payload)), 0);
-	send_cred(p, payload);
+	client_ask(p, "127.0.0.1", host, kind, JOB, STEP, n, args);
 }
 
 static bool done(void *arg)
@@ -91,9 +70,9 @@ static void test_refusals(void **state)
 	pm_fake_auth_uid = -1;
 	nodes[0].s.uid = getuid();
 	/* The old command's request, and one that is none. */
-	send_cred(&p, "procmgr-client v1 status 77 3");
+	client_send(&p, "127.0.0.1", "procmgr-client v1 status 77 3");
 	refused(&p, "the procmgr command is older than this step's procmgrd");
-	send_cred(&p, "hello there");
+	client_send(&p, "127.0.0.1", "hello there");
 	refused(&p, "procmgr: not a procmgr request ('hello there')");
 	/* Signed for another node, and relayed here. */
 	ask(&p, PM_Q_STATUS, "127.0.0.2", 2, "-");

@@ -35,34 +35,11 @@ static void has(const char *text, const char *what)
 /* A procmgr command's request to the root, as the command signs it. */
 static void ask(struct peer *p, enum pm_query_kind kind, const char *args)
 {
-	struct pm_request r = { .kind = kind, .job = JOB, .step = STEP, .port = port };
-	char payload[PM_REQ_MAX], err[128], *cred = NULL;
 	static unsigned nonce;
-	struct pm_msg m;
 
-	snprintf(r.args, sizeof(r.args), "%s", args);
-	snprintf(r.host, sizeof(r.host), "127.0.0.1");
-	snprintf(r.nonce, sizeof(r.nonce), "%0*x", PM_REQ_NONCE_HEX, ++nonce);
-	assert_int_equal(pm_request_format(&r, payload, sizeof(payload)), 0);
-	assert_int_equal(pm_auth_encode(NULL, payload, &cred, err, sizeof(err)), 0);
-	peer_open(p, dial("127.0.0.9", "127.0.0.1"));
-	p->client = true;
-	pm_msg_init(&m, PM_MSG_CLIENT);
-	pm_msg_set_text(&m, cred);
-	free(cred);
-	assert_int_equal(pm_conn_send(p->c, &m), 0);
+	client_ask(p, "127.0.0.1", "127.0.0.1", kind, JOB, STEP, ++nonce, args);
 }
 
-static bool answered(void *arg)
-{
-	struct peer *p = arg;
-	int i;
-
-	for (i = 0; i < p->n && i < 16; i++)
-		if (p->got[i].type == PM_MSG_ANSWER_END || p->got[i].type == PM_MSG_REFUSED)
-			return true;
-	return p->closed;
-}
 
 /* Asks, and returns the END's status; its text (and every answer's before
  * it) in text. */
@@ -72,7 +49,7 @@ static int request(enum pm_query_kind kind, const char *args, char *text, size_t
 	int i, st;
 
 	ask(&p, kind, args);
-	assert_true(pm_pump(&loop, answered, &p, 5000));
+	assert_true(pm_pump(&loop, client_answered, &p, 5000));
 	assert_int_equal(p.proofs, 1); /* the root proved itself first */
 	text[0] = '\0';
 	for (i = 0; i < p.n && i < 16; i++)
