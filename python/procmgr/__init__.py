@@ -25,10 +25,11 @@ import os
 import socket
 import time
 
+from .rendezvous import open_store
 from .state import Saving, StateError, save, load, load_info, saved, save_torch, load_torch
 
 __all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "local_rank",
-           "world_size", "wait_store", "Saving", "save", "load", "load_info", "saved", "save_torch",
+           "world_size", "wait_store", "open_store", "Saving", "save", "load", "load_info", "saved", "save_torch",
            "load_torch", "StateError"]
 
 _ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
@@ -101,11 +102,17 @@ def ready():
     how procmgr learns the program speaks the contract: standbys start only
     after that) and returns at once.
 
-    A no-op, returning False, outside procmgr or without --procmgr-warm;
+    Under procmgr, warm or not, if the program imported torch.distributed,
+    rank 0's store is opened here and the other ranks' init_process_group
+    waits until it listens (open_store(); PROCMGR_OPEN_STORE=0: not).
+
+    Returns False outside procmgr (a no-op) or without --procmgr-warm;
     True once the generation started. Only the first call does anything.
     """
     fd = os.environ.pop(_ENV_WARM_FD, None)
     if fd is None:
+        if under_procmgr():
+            open_store()  # a cold generation: start-up done, the door opens here
         return False
     try:
         sock = socket.socket(fileno=int(fd))
@@ -115,6 +122,9 @@ def ready():
         sock.sendall(b"ready\n")
         env = _read_start(sock)
     os.environ.update(env)
+    # Rank 0's store listens from here on, before any rank reaches
+    # init_process_group (a program that imported torch.distributed).
+    open_store()
     return True
 
 

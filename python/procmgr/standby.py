@@ -168,6 +168,10 @@ def _become_rank(env, supervisor, middle, fds, prctl):
     if os.getppid() != supervisor:
         os._exit(137)  # procmgr-rank ended meanwhile
     os.environ.update(env)
+    # Rank 0's store listens before the script's own start-up, long before
+    # the other ranks knock (rendezvous.py); they wait for it, not a second.
+    from . import rendezvous
+    rendezvous.open_store()
     np = sys.modules.get("numpy")
     if np is not None and hasattr(np, "random"):
         np.random.seed()  # fresh, as at a cold import; Python's random reseeds itself
