@@ -32,10 +32,11 @@ uninterrupted one would: same final loss, to the last bit.
   does. Measured as the step's wall time less the time between the comm
   hook's call (backward reached the collective) and its result (every
   rank's gradients in): see Collective;
-- the non-zero ranks wait for rank 0's store to listen before
-  init_process_group (procmgr.wait_store(); --no-wait-store: not), so
-  that after a restart torch's 1 s retry of a refused connection is not
-  paid;
+- after a restart torch's 1 s retry of a refused connection to rank 0's
+  store is not paid: procmgr.ready() opens rank 0's store at once and
+  makes the other ranks' init_process_group wait until it listens
+  (procmgr.open_store, nothing to write; --wait-store: the program also
+  polls the port itself first, procmgr.wait_store(), the earlier remedy);
 - rank 0 prints "final loss: X" at the end;
 - with --timings FILE, each rank appends one JSON line per start (when
   the process started, imports done, checkpoint loaded, rendezvous begun
@@ -255,8 +256,8 @@ def main():
                     help="append when each start-up phase ended (JSON lines)")
     ap.add_argument("--state-every", type=int, default=1, metavar="N",
                     help="hand the state to procmgr every N steps (0: never)")
-    ap.add_argument("--no-wait-store", action="store_true",
-                    help="call init_process_group without waiting for rank 0's store")
+    ap.add_argument("--wait-store", action="store_true",
+                    help="poll rank 0's store before init_process_group (procmgr.wait_store())")
     ap.add_argument("--width", type=int, default=16,
                     help="the hidden layer's width (more compute per step)")
     ap.add_argument("--no-compute-time", action="store_true",
@@ -294,7 +295,7 @@ def main():
     held = procmgr_steps() if args.state_every else {}
     t["ckpt_loaded"] = time.time()
 
-    if not args.no_wait_store:
+    if args.wait_store:
         procmgr.wait_store()
     t["rdzv_start"] = time.time()
     dist.init_process_group("nccl" if cuda else "gloo", init_method="env://",

@@ -397,13 +397,17 @@ standbys_ready() {
 		[ "$(grep -o '"standby":"ready"' "$W/st.json" | wc -l)" -ge "$1" ]
 }
 
-@test "spares, warm: a DDP job's crashed node is replaced by a spare whose standby takes its rank; same loss as a run without" {
+# A DDP job with --procmgr-warm=$1 whose rank 1's node crashes once every
+# standby (the spares' too) is ready: the spare takes rank 1 from its
+# standby, the job ends with the unbroken run's loss.
+ddp_warm_spare() {
+	local warm=$1
 	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
 		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
 	ddp() { # name, then VAR=VALUE for the ranks
 		local name=$1; shift
 		env PYTHONPATH="$top/python" "$@" timeout 180 "${SRUN[@]}" --procmgr-grace=5 \
-			--procmgr-warm=on /usr/bin/python3 "$top/examples/ddp_train.py" \
+			"$warm" /usr/bin/python3 "$top/examples/ddp_train.py" \
 			--ckpt-dir "$W/ckpt.$name" --steps 40 --ckpt-every 10 >"$W/$name.out" 2>&1
 	}
 	loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
@@ -427,4 +431,13 @@ standbys_ready() {
 	grep -q "procmgr: rank 1: generation 1 starts (warm)" "$W/crash.out"
 	[ "$(grep -c "procmgr: rank [0-3]: generation 1 starts (warm)" "$W/crash.out")" -eq 4 ]
 	! grep -q "starts cold" "$W/crash.out"
+}
+
+@test "spares, warm: a DDP job's crashed node is replaced by a spare whose standby takes its rank; same loss as a run without" {
+	ddp_warm_spare --procmgr-warm=on
+}
+
+@test "spares, python fork server: a DDP job's crashed node is replaced by a spare whose fork server forks its rank; same loss as a run without" {
+	ddp_warm_spare --procmgr-warm=python:torch,torch.distributed,torch.nn.parallel
+	! grep -q "refused" "$W/crash.out"
 }

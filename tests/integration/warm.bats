@@ -264,3 +264,34 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	[ "$(grep -c "generation 1 starts (warm)" "$W/hang.out")" -eq 4 ]
 	! grep -q "starts cold" "$W/hang.out"
 }
+
+@test "DDP example, python: fork server: a forked rank stopped for real (SIGSTOP) is judged hung; every rank is forked again from its server; same loss as unbroken" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
+	train() { ddp_train 240 "$@"; }
+	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
+		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
+	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	train hang "--procmgr-warm=python:torch,torch.distributed,torch.nn.parallel --procmgr-hang-timeout=15" \
+		CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+	local job=$!
+	wait_until 150 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
+	wait_until 60 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	local servers; servers=$(waiting_standbys | tr '\n' ' ')
+	local pid; pid=$(rank1_pid)
+	echo "stopping rank 1: $pid (servers: $servers)"
+	# The rank is a fork of its server, not the server itself.
+	grep -q "ddp_train.py" "/proc/$pid/cmdline"
+	! echo " $servers " | grep -q " $pid "
+	kill -STOP "$pid"
+	wait "$job" || { cat "$W/hang.out"; return 1; }
+	cat "$W/plain.out" "$W/hang.out"
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) forked after a hang" >&3
+	[ -n "$(final_loss plain)" ]
+	[ "$(final_loss plain)" = "$(final_loss hang)" ]
+	grep -qi "hung\|hang" "$W/hang.out"
+	[ "$(grep -c "generation 1 starts (warm)" "$W/hang.out")" -eq 4 ]
+	! grep -q "starts cold\|refused" "$W/hang.out"
+	# The stopped rank was killed with its generation, and no server is left.
+	wait_until 15 all_gone "$pid" $servers || { ps -o pid,stat,args -p "$pid"; return 1; }
+}
