@@ -226,10 +226,15 @@ def maybe_crash(step, rank, timings):
             and not os.path.exists(marker)):
         open(marker, "w").close()
         go = os.environ.get("CRASH_GO")
+        beat = time.monotonic()
         while go and not os.path.exists(go):
             # The test says when (tests/integration/warm.bats: once every
-            # rank's standby waits).
+            # rank's standby waits); alive meanwhile, so that only what the
+            # test does to it (a SIGSTOP) is a hang.
             time.sleep(0.01)
+            if time.monotonic() - beat >= 1.0:
+                procmgr.heartbeat()
+                beat = time.monotonic()
         if os.environ.get("CRASH_HOW") == "wait":
             # Stands still for its whole node to be crashed from outside
             # (tests/integration/spares.bats): the others block in the

@@ -244,13 +244,14 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
 		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
-	# Rank 1 stands still at step 25 (CRASH_HOW=wait); once every standby
-	# waits, its process is stopped: no heartbeat, judged hung.
+	# Rank 1 waits at step 25, heartbeating, for a go that never comes
+	# (CRASH_GO); once every standby waits, its process is stopped: no
+	# heartbeat, judged hung.
 	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" CRASH_RANK=1 CRASH_STEP=25 \
-		CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+		CRASH_MARKER="$W/crashed" CRASH_GO="$W/never" &
 	local job=$!
 	wait_until 120 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
-	wait_until 60 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	wait_until 90 n_waiting 4 || { cat "$W/hang.out"; return 1; }
 	local pid; pid=$(rank1_pid)
 	echo "stopping rank 1: $pid"
 	grep -q "ddp_train.py" "/proc/$pid/cmdline"
@@ -272,11 +273,13 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
 		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
+	# Rank 1 waits at step 25, heartbeating, for a go that never comes;
+	# once every fork server waits, the forked rank is stopped.
 	train hang "--procmgr-warm=python:torch,torch.distributed,torch.nn.parallel --procmgr-hang-timeout=15" \
-		CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_HOW=wait &
+		CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_GO="$W/never" &
 	local job=$!
 	wait_until 150 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
-	wait_until 60 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	wait_until 90 n_waiting 4 || { cat "$W/hang.out"; return 1; }
 	local servers; servers=$(waiting_standbys | tr '\n' ' ')
 	local pid; pid=$(rank1_pid)
 	echo "stopping rank 1: $pid (servers: $servers)"
