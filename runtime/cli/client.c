@@ -449,10 +449,13 @@ int pm_client_resolve(const char *cmd, const char *id, struct pm_target *t)
 	unsigned job, step;
 	int has_step;
 
-	if (pm_client_parse_id(id, &job, &step, &has_step, why, sizeof(why)) ||
-	    pm_client_target(job, step, t, why, sizeof(why))) {
+	if (pm_client_parse_id(id, &job, &step, &has_step, why, sizeof(why))) {
 		fprintf(stderr, "procmgr %s: %s\n", cmd, why);
-		return -1;
+		return 2;
+	}
+	if (pm_client_target(job, step, t, why, sizeof(why))) {
+		fprintf(stderr, "procmgr %s: %s\n", cmd, why);
+		return 1;
 	}
 	return 0;
 }
@@ -486,8 +489,9 @@ int pm_client_control(const char *cmd, enum pm_query_kind kind, int argc, char *
 		return rc == 1 ? 0 : rc;
 	if (trial)
 		snprintf(args, sizeof(args), "trial=%s", trial);
-	if (pm_client_resolve(cmd, id, &t))
-		return 1;
+	rc = pm_client_resolve(cmd, id, &t);
+	if (rc)
+		return rc;
 	if (pm_client_ask(&t, kind, args, 10000, ignore, NULL, &end, why, sizeof(why))) {
 		fprintf(stderr, "procmgr %s: %s\n", cmd, why);
 		return 1;

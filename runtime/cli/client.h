@@ -48,7 +48,9 @@ int pm_client_ask(const struct pm_target *t, enum pm_query_kind kind, const char
 
 
 /* The step named by id ("12", "12.1"), resolved (pm_client_target);
- * prints "procmgr CMD: why" and returns -1 on failure. */
+ * prints "procmgr CMD: why" and returns the exit code on failure: 2 for
+ * an id that is not JOBID[.STEP] (a usage error, as every command says
+ * it), 1 for a step that is not there; 0 once resolved. */
 int pm_client_resolve(const char *cmd, const char *id, struct pm_target *t);
 /* restart and stop: one request, its answer printed; the exit code. */
 int pm_client_control(const char *cmd, enum pm_query_kind kind, int argc, char **argv,

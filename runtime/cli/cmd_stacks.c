@@ -172,9 +172,10 @@ int pm_cmd_stacks(int argc, char **argv)
 	rc = pm_cli_args("stacks", argc, argv, opts, &id, true, USAGE);
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	rc = pm_client_resolve("stacks", id, &t);
+	if (rc)
+		return rc;
 	rc = 1;
-	if (pm_client_resolve("stacks", id, &t))
-		return 1;
 	/* Each node's tools are bounded (PM_STACKS_MS, 20 s); the tree adds little. */
 	if (pm_client_ask(&t, PM_Q_STACKS, list, 30000, collect, &a, &end, why, sizeof(why)))
 		fprintf(stderr, "procmgr stacks: %s\n", why);

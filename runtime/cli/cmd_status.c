@@ -249,8 +249,10 @@ static int one(const char *id, int json)
 	char why[1024], sum[256];
 	int rc = 1;
 
-	if (pm_client_resolve("status", id, &t))
-		return 1;
+	rc = pm_client_resolve("status", id, &t);
+	if (rc)
+		return rc;
+	rc = 1;
 	if (pm_client_ask(&t, PM_Q_STATUS, "-", 10000, collect, &a, &end, why, sizeof(why))) {
 		fprintf(stderr, "procmgr status: %s\n", why);
 		goto out;

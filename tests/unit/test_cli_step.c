@@ -193,9 +193,20 @@ static void test_no_step(void **state)
 	cli_run(&o, pm_cmd_status, "status", "78", NULL);
 	assert_int_equal(o.rc, 1);
 	cli_has(o.err, "procmgr status: no running step 78.0 (scontrol: slurm_load_jobs error");
+	/* Named wrongly: a usage error (2), for every command as for events. */
 	cli_run(&o, pm_cmd_stacks, "stacks", "12x", NULL);
-	assert_int_equal(o.rc, 1);
+	assert_int_equal(o.rc, 2);
 	cli_has(o.err, "procmgr stacks: bad step '12x' (allowed: JOBID or JOBID.STEP");
+	cli_run(&o, pm_cmd_status, "status", "x.1", NULL);
+	assert_int_equal(o.rc, 2);
+	cli_has(o.err, "procmgr status: bad step 'x.1' (allowed: JOBID or JOBID.STEP");
+	cli_run(&o, pm_cmd_stop, "stop", "7.", NULL);
+	assert_int_equal(o.rc, 2);
+	cli_has(o.err, "procmgr stop: bad step '7.' (allowed: JOBID or JOBID.STEP");
+	cli_run(&o, pm_cmd_restart, "restart", "-3", NULL);
+	assert_int_equal(o.rc, 2);
+	cli_run(&o, pm_cmd_events, "events", "12x", NULL);
+	assert_int_equal(o.rc, 2);
 	cli_run(&o, pm_cmd_stop, "stop", NULL);
 	assert_int_equal(o.rc, 2);
 	cli_has(o.err, "procmgr stop: which step? JOBID[.STEP] is needed");
