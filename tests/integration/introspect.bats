@@ -333,7 +333,7 @@ stuck_with_endless_gdb() {
 
 @test "procmgr status and help: bad input says what is allowed" {
 	run "$PROCMGR" status 12x
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"bad step '12x' (allowed: JOBID or JOBID.STEP, such as 12 or 12.1)"* ]]
 	run "$PROCMGR" stacks
 	[ "$status" -eq 2 ]
