@@ -46,6 +46,9 @@ For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
 at step S, once: the marker file says it has happened (CRASH_HOW=kill: a
 SIGKILL of itself instead). With CRASH_HOW=wait
 it stands still there instead, for the test to crash its whole node.
+HOLD_STEP="S [S...]" HOLD_GO=FILE make every rank wait at step S,
+heartbeating, until FILE.S exists (a test's moment to act on ranks that
+are alive).
 """
 import time
 
@@ -219,6 +222,22 @@ def record(path, what):
             os.close(fd)
 
 
+def maybe_hold(step):
+    """HOLD_STEP="S [S...]" HOLD_GO=FILE: every rank waits at step S until
+    FILE.S exists, heartbeating (alive: not a hang); once (FILE.S there: no
+    wait)."""
+    base = os.environ.get("HOLD_GO")
+    if not base or str(step) not in os.environ.get("HOLD_STEP", "").split():
+        return
+    go = "%s.%d" % (base, step)
+    beat = 0.0
+    while not os.path.exists(go):
+        if time.monotonic() - beat >= 1.0:
+            procmgr.heartbeat(step)
+            beat = time.monotonic()
+        time.sleep(0.01)
+
+
 def maybe_crash(step, rank, timings):
     marker = os.environ.get("CRASH_MARKER")
     if (marker and str(rank) == os.environ.get("CRASH_RANK")
@@ -226,15 +245,10 @@ def maybe_crash(step, rank, timings):
             and not os.path.exists(marker)):
         open(marker, "w").close()
         go = os.environ.get("CRASH_GO")
-        beat = time.monotonic()
         while go and not os.path.exists(go):
             # The test says when (tests/integration/warm.bats: once every
-            # rank's standby waits); alive meanwhile, so that only what the
-            # test does to it (a SIGSTOP) is a hang.
+            # rank's standby waits).
             time.sleep(0.01)
-            if time.monotonic() - beat >= 1.0:
-                procmgr.heartbeat()
-                beat = time.monotonic()
         if os.environ.get("CRASH_HOW") == "wait":
             # Stands still for its whole node to be crashed from outside
             # (tests/integration/spares.bats): the others block in the
@@ -346,6 +360,7 @@ def main():
             t.update(first_step=time.time(), rank=rank, gen=procmgr.restart_count(),
                      step=step, pid=os.getpid())
             record(args.timings, t)
+        maybe_hold(step)
         maybe_crash(step, rank, args.timings)
         x, y = batch(step, rank, args.batch, device)
         opt.zero_grad(set_to_none=True)

@@ -244,18 +244,17 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
 		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
-	# Rank 1 waits at step 25, heartbeating, for a go that never comes
-	# (CRASH_GO); once every standby waits, its process is stopped: no
-	# heartbeat, judged hung.
-	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" CRASH_RANK=1 CRASH_STEP=25 \
-		CRASH_MARKER="$W/crashed" CRASH_GO="$W/never" &
+	# Every rank waits at step 25, heartbeating (HOLD_GO), until every
+	# standby waits; then rank 1's process is stopped and the others go on
+	# into the next all-reduce: no heartbeat from rank 1 first, judged hung.
+	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" HOLD_STEP=25 HOLD_GO="$W/go" &
 	local job=$!
-	wait_until 120 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
-	wait_until 90 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	wait_until 150 n_waiting 4 || { cat "$W/hang.out"; return 1; }
 	local pid; pid=$(rank1_pid)
 	echo "stopping rank 1: $pid"
 	grep -q "ddp_train.py" "/proc/$pid/cmdline"
 	kill -STOP "$pid"
+	touch "$W/go.25"
 	wait "$job" || { cat "$W/hang.out"; return 1; }
 	cat "$W/plain.out" "$W/hang.out"
 	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) warm after a hang" >&3
@@ -269,31 +268,39 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 @test "DDP example, python: fork server: a forked rank stopped for real (SIGSTOP) is judged hung; every rank is forked again from its server; same loss as unbroken" {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		skip "no torch for $PY: apt-get install python3-torch (tests/install-deps)"
-	train() { ddp_train 240 "$@"; }
+	train() { ddp_train 300 "$@"; }
 	rank1_pid() { "$PROCMGR" status "$(last_job)" --json | /usr/bin/python3 -c \
 		'import json,sys; print([r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1][0])'; }
+	warm_starts() { [ "$(grep -c "generation $1 starts (warm)" "$W/hang.out")" -eq 4 ]; }
 	train plain --procmgr || { cat "$W/plain.out"; return 1; }
-	# Rank 1 waits at step 25, heartbeating, for a go that never comes;
-	# once every fork server waits, the forked rank is stopped.
+	# Generation 0 starts cold: every rank holds at step 10, heartbeating,
+	# until every fork server waits; then rank 1 crashes, and generation 1
+	# is forked. It holds at step 25 until the servers wait again; then
+	# the forked rank 1 is stopped and the others go on into the next
+	# all-reduce: rank 1 is the first without a heartbeat, judged hung.
 	train hang "--procmgr-warm=python:torch,torch.distributed,torch.nn.parallel --procmgr-hang-timeout=15" \
-		CRASH_RANK=1 CRASH_STEP=25 CRASH_MARKER="$W/crashed" CRASH_GO="$W/never" &
+		HOLD_STEP="10 25" HOLD_GO="$W/go" CRASH_RANK=1 CRASH_STEP=10 CRASH_MARKER="$W/crashed" &
 	local job=$!
-	wait_until 150 test -e "$W/crashed" || { cat "$W/hang.out"; return 1; }
+	wait_until 150 n_waiting 4 || { cat "$W/hang.out"; return 1; }
+	touch "$W/go.10"
+	wait_until 90 warm_starts 1 || { cat "$W/hang.out"; return 1; }
 	wait_until 90 n_waiting 4 || { cat "$W/hang.out"; return 1; }
 	local servers; servers=$(waiting_standbys | tr '\n' ' ')
 	local pid; pid=$(rank1_pid)
 	echo "stopping rank 1: $pid (servers: $servers)"
-	# The rank is a fork of its server, not the server itself.
-	grep -q "ddp_train.py" "/proc/$pid/cmdline"
+	# Generation 1's rank 1 is a fork of its server (its command line is
+	# the server's), not the server itself.
+	grep -q "procmgr.standby" "/proc/$pid/cmdline"
 	! echo " $servers " | grep -q " $pid "
 	kill -STOP "$pid"
+	touch "$W/go.25"
 	wait "$job" || { cat "$W/hang.out"; return 1; }
 	cat "$W/plain.out" "$W/hang.out"
-	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) forked after a hang" >&3
+	echo "# final loss: $(final_loss plain) unbroken, $(final_loss hang) forked after a crash and a hang" >&3
 	[ -n "$(final_loss plain)" ]
 	[ "$(final_loss plain)" = "$(final_loss hang)" ]
-	grep -qi "hung\|hang" "$W/hang.out"
-	[ "$(grep -c "generation 1 starts (warm)" "$W/hang.out")" -eq 4 ]
+	grep -q "rank 1 on .* hung" "$W/hang.out"
+	warm_starts 2
 	! grep -q "starts cold\|refused" "$W/hang.out"
 	# The stopped rank was killed with its generation, and no server is left.
 	wait_until 15 all_gone "$pid" $servers || { ps -o pid,stat,args -p "$pid"; return 1; }
