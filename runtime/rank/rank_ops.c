@@ -25,6 +25,35 @@
 
 /* ---- warm channels ---- */
 
+/* The processes reaped before anyone asked for them (a fork server's
+ * generation that ended before its pid was said): the last few, with their
+ * status, for the START that names one (rank_events.c adds them). */
+void pm_rank_early_add(struct rank *r, pid_t pid, int status)
+{
+	int n = (int)(sizeof(r->early) / sizeof(r->early[0]));
+
+	if (r->n_early >= n) { /* the oldest goes */
+		memmove(r->early, r->early + 1, sizeof(r->early[0]) * (size_t)(n - 1));
+		r->n_early = n - 1;
+	}
+	r->early[r->n_early].pid = pid;
+	r->early[r->n_early].status = status;
+	r->n_early++;
+}
+
+int pm_rank_early_take(struct rank *r, pid_t pid, int *status)
+{
+	int i;
+
+	for (i = 0; i < r->n_early; i++)
+		if (r->early[i].pid == pid) {
+			*status = r->early[i].status;
+			r->early[i] = r->early[--r->n_early];
+			return 0;
+		}
+	return -1;
+}
+
 void pm_rank_ch_close(struct rank *r, int i)
 {
 	if (r->ch[i].w.fd < 0)

@@ -61,7 +61,7 @@ extern const struct pm_rank_ops pm_rank_live_ops;
 void pm_rank_send(void *ctx, enum pm_msg_type t, uint32_t gen, int status, unsigned flags,
 		  const char *text);
 void pm_rank_ch_close(struct rank *r, int i);
-/* rank_events.c: a reaped pid and its status, or 0/-1 (never reaped). */
+/* rank_ops.c: a reaped pid and its status, or 0/-1 (never reaped). */
 void pm_rank_early_add(struct rank *r, pid_t pid, int status);
 int pm_rank_early_take(struct rank *r, pid_t pid, int *status);
 

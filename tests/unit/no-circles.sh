@@ -1,20 +1,24 @@
 #!/bin/sh
-# No circle among runtime/procmgrd's files: from procmgrd's objects, the
-# graph "X uses a symbol Y defines" (nm: defined T/D/B/R..., undefined U)
-# must have no strongly connected component of more than one file, so that
-# every file can be read, tested and changed knowing only the floors under
-# it. Each circle is printed with the symbols that tie it.
+# No circle among the files of procmgrd (runtime/procmgrd) nor of
+# procmgr-rank (runtime/rank): from each program's objects, the graph "X
+# uses a symbol Y defines" (nm: defined T/D/B/R..., undefined U) must have
+# no strongly connected component of more than one file, so that every
+# file can be read, tested and changed knowing only the floors under it.
+# Each circle is printed with the symbols that tie it.
 build=${top_builddir:-.}
-dir=$build/runtime/procmgrd
-set -- "$dir"/procmgrd-*.o
-[ -f "$1" ] || { echo "SKIP: procmgrd's objects are not built in $dir"; exit 77; }
 command -v nm >/dev/null 2>&1 || { echo "SKIP: no nm"; exit 77; }
+
+# check DIR PREFIX: the objects DIR/PREFIX-*.o of one program.
+check() {
+dir=$build/$1
+set -- "$dir"/"$2"-*.o
+[ -f "$1" ] || { echo "SKIP: the objects are not built in $dir"; return 77; }
 for o in "$@"; do
-	f=${o##*/procmgrd-}
+	f=${o##*/"$prefix"-}
 	nm "$o" | awk -v f="${f%.o}.c" '
 		$1 == "U" && NF == 2 { print "U", f, $2; next }
 		NF == 3 && $2 ~ /^[TDBRCGSVW]$/ { print "D", f, $3 }'
-done | awk '
+done | awk -v where="$where" '
 	$1 == "D" { def[$3] = $2; files[$2] = 1; next }
 	{ use[++nu] = $2 " " $3; files[$2] = 1 }
 	END {
@@ -35,7 +39,7 @@ done | awk '
 			if (!(v in num))
 				tarjan(v)
 		if (!bad) {
-			print "no circle among runtime/procmgrd'"'"'s " length(files) " files"
+			print "no circle among " where "'"'"'s " length(files) " files"
 			exit 0
 		}
 		exit 1
@@ -73,7 +77,7 @@ done | awk '
 		for (i = 1; i <= n; i++) {
 			list = list " " scc[i]
 		}
-		print "FAIL: a circle of " n " files in runtime/procmgrd:" list
+		print "FAIL: a circle of " n " files in " where ":" list
 		for (i = 1; i <= n; i++)
 			for (j = 1; j <= n; j++) {
 				x = scc[i]; y = scc[j]
@@ -81,3 +85,17 @@ done | awk '
 					print "  " x " -> " y ":" sym[x, y]
 			}
 	}'
+}
+
+fail=0 ran=0
+for spec in "runtime/procmgrd procmgrd" "runtime/rank procmgr_rank"; do
+	set -- $spec
+	where=$1 prefix=$2
+	check "$1" "$2"
+	r=$?
+	[ "$r" -eq 0 ] && ran=1
+	[ "$r" -ne 0 ] && [ "$r" -ne 77 ] && fail=1
+done
+[ "$fail" -eq 1 ] && exit 1
+[ "$ran" -eq 1 ] && exit 0
+exit 77
