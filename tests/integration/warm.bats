@@ -250,7 +250,7 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	train hang "--procmgr-warm=on --procmgr-hang-timeout=15" HOLD_STEP=25 HOLD_GO="$W/go" &
 	local job=$!
 	wait_until 150 n_waiting 4 || { cat "$W/hang.out"; return 1; }
-	local pid; pid=$(rank1_pid)
+	local pid; pid=$(rank1_pid) || { cat "$W/hang.out"; return 1; }
 	echo "stopping rank 1: $pid"
 	grep -q "ddp_train.py" "/proc/$pid/cmdline"
 	kill -STOP "$pid"
@@ -286,7 +286,7 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	wait_until 90 warm_starts 1 || { cat "$W/hang.out"; return 1; }
 	wait_until 90 n_waiting 4 || { cat "$W/hang.out"; return 1; }
 	local servers; servers=$(waiting_standbys | tr '\n' ' ')
-	local pid; pid=$(rank1_pid)
+	local pid; pid=$(rank1_pid) || { cat "$W/hang.out"; return 1; }
 	echo "stopping rank 1: $pid (servers: $servers)"
 	# Generation 1's rank 1 is a fork of its server (its command line is
 	# the server's), not the server itself.
