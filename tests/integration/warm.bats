@@ -278,7 +278,7 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	# is forked. It holds at step 25 until the servers wait again; then
 	# the forked rank 1 is stopped and the others go on into the next
 	# all-reduce: rank 1 is the first without a heartbeat, judged hung.
-	train hang "--procmgr-warm=python:torch,torch.distributed,torch.nn.parallel --procmgr-hang-timeout=15" \
+	train hang "--procmgr-warm=python:torch,torch.distributed,torch.nn.parallel --procmgr-hang-timeout=30" \
 		HOLD_STEP="10 25" HOLD_GO="$W/go" CRASH_RANK=1 CRASH_STEP=10 CRASH_MARKER="$W/crashed" &
 	local job=$!
 	wait_until 150 n_waiting 4 || { cat "$W/hang.out"; return 1; }
