@@ -236,7 +236,10 @@ static void on_link(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_repl_pump(k);
 	return;
 fail:
-	pm_repl_linklog(k, k->out ? "to" : "from", err);
+	/* A holder closes its push link once all is handed over and
+	 * acknowledged: not a failure to say. */
+	if (!(k->handed && !strcmp(err, "closed")))
+		pm_repl_linklog(k, k->out ? "to" : "from", err);
 	pm_repl_link_free(k, err);
 }
 

@@ -49,6 +49,7 @@ struct rlink {
 	struct pushed *q;
 	size_t nq, iq, acked;
 	bool end_sent;
+	bool handed; /* received a holder's "end": its close is the hand-over's end */
 	struct rlink *next;
 };
 

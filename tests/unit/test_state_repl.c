@@ -195,6 +195,17 @@ static void test_spare_push(void **state)
 	got = sc_load((c = sc_connect(sc_sock(3))), "model", out, sizeof(out), &len);
 	assert_int_equal(len, sizeof(big));
 	free(got);
+	/* The spare's rank saves a newer version: node 2's copy, handed on,
+	 * is superseded and its memory goes. */
+	assert_int_equal(sc_repl(n[3])->st->held, sizeof(big));
+	sc_save(c, "model", big, sizeof(big), 31, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	{
+		const struct pm_state_blob *b;
+		for (size_t i = 0; (b = pm_state_at(sc_repl(n[3])->st, i)); i++)
+			assert_false(b->replica);
+	}
+	assert_int_equal(sc_repl(n[3])->st->held, sizeof(big));
 	close(c);
 	peer_free(&sup2);
 	peer_free(&sup3);
