@@ -62,6 +62,7 @@ struct pm_state_repl {
 	int nrepl_seen;
 	bool *lost;
 	bool *ended; /* by owner node: its holder said end */
+	uint32_t *dom; /* each node's leaf switch (topology.conf), NULL: the ring */
 	long await_from;
 	int await_owner;
 	uint64_t await_until;
