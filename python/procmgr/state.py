@@ -153,6 +153,10 @@ def _touched_map(fd, size):
     except OSError:
         return None
     try:
+        # Not inherited by a fork (a DataLoader's workers): a child's
+        # writable mapping of the file would make procmgrd's seal refuse
+        # this process's next save ("still mapped writable").
+        m.madvise(mmap.MADV_DONTFORK)
         if hasattr(mmap, "MADV_HUGEPAGE"):
             try:
                 m.madvise(mmap.MADV_HUGEPAGE)

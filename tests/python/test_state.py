@@ -60,7 +60,12 @@ class FakeStateServer:
                         os.close(fd)
                         conn.send(b"err size")
                         continue
-                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+                    try:
+                        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+                    except OSError:
+                        os.close(fd)
+                        conn.send(b"err still mapped writable: unmap it before saving")
+                        continue
                     self.kept.append((name, int(words[2]), fd))
                     conn.send(b"ok %d" % sum(1 for k in self.kept if k[0] == name))
                 elif words[0] == "load":
@@ -278,6 +283,29 @@ class PreparedSave(unittest.TestCase):
         self.assertEqual(ino(self.prepared_fd("m")), parent)
         state.save("m", b"n" * 8192)
         self.assertEqual(ino(self.server.kept[2][2]), parent)
+
+    def test_a_live_forked_child_does_not_block_the_seal(self):
+        # A child forked while the prepared file is mapped (a DataLoader's
+        # worker) and still alive at the parent's next save: the mapping
+        # was not inherited, so the double's F_SEAL_WRITE (procmgrd's)
+        # is not refused with EBUSY.
+        state.save("d", bytearray(b"1" * 65536))
+        state._prepared["d"].thread.join()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(w)
+                os.read(r, 1)
+            finally:
+                os._exit(0)
+        os.close(r)
+        try:
+            self.assertEqual(state.save("d", bytearray(b"2" * 65536)), 2)
+            self.assertEqual(self.server.content(1), b"2" * 65536)
+        finally:
+            os.close(w)
+            os.waitpid(pid, 0)
 
     def test_a_refused_commit_leaves_the_last_version(self):
         state.save("r", b"1" * 4096)
