@@ -16,6 +16,9 @@ trial by trial, each timed per step over --steps steps:
   procmgr_bg    procmgr.save(..., wait=False) after the optimizer, its
                 wait() just before the next optimizer step (the compute in
                 between reads the parameters only)
+  procmgr_copied  procmgr.save(..., wait=False) after the optimizer and its
+                copied() at once (the loop blocked for the copy only; the
+                hand-over in the background, waited for before the next save)
   torch_save    torch.save to a local file after the optimizer
 The cost of a way is the median over trials of its step time minus none's in
 the same trial; the figure is that cost over memcpy's (the issue's aim: at
@@ -75,6 +78,9 @@ def main():
             procmgr.save("loop", buf, step=step)
         elif way == "procmgr_bg":
             pending[0] = procmgr.save("loop_bg", buf, step=step, wait=False)
+        elif way == "procmgr_copied":
+            pending[0] = procmgr.save("loop_c", buf, step=step, wait=False)
+            pending[0].copied()
         elif way == "torch_save":
             torch.save(params, path)
 
@@ -83,7 +89,8 @@ def main():
             pending[0].wait()
             pending[0] = None
 
-    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "torch_save"]
+    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "procmgr_copied", "torch_save"]
+    print("# load average %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     res = {w: [] for w in ways}
     print("way trial step_median_s")
     for k in range(a.trials):

@@ -4,6 +4,7 @@ The protocol (docs/user-guide.md, "State in memory"): a SOCK_SEQPACKET
 Unix socket named by PROCMGR_STATE_SOCK; one request per message, a line
 of ASCII, at most one descriptor attached (SCM_RIGHTS); one reply each.
 """
+import ctypes
 import io
 import mmap
 import os
@@ -83,12 +84,18 @@ def _nbytes(buffer):
     return memoryview(buffer).cast("B").nbytes
 
 
-# The next version's memory file of each name, allocated in the background
-# after a save (name -> _Prepared), so that the next save only copies: a
-# fresh file's pages are allocated and zeroed on first touch, which cost
-# the training loop 2-7 copies' time per save (bench/README.md, "State in
-# memory"). It is this process's own memory: one more copy of each saved
-# name while the rank runs, gone with the process.
+# The next version's memory file of each name, made ready in the background
+# after a save (name -> _Prepared), so that the next save is one memcpy
+# into resident, mapped pages. Where a save's time went beyond the copy
+# (bench/state/save_ways.py, bench/README.md "State in memory"): a fresh
+# file's pages are allocated and zeroed on first touch, and the first write
+# through a mapping of even an allocated, populated file costs more than
+# the copy itself (a fault per 4 KiB page, taken on the host too in a VM).
+# So the prepare thread allocates the file (fallocate), maps it writable
+# with MAP_POPULATE and writes every page once; the save copies into that
+# mapping, unmaps it (procmgrd's seal refuses a file still mapped
+# writable) and hands it over. It is this process's own memory: one more
+# copy of each saved name while the rank runs, gone with the process.
 _prepared = {}
 
 
@@ -97,6 +104,7 @@ class _Prepared:
         self.pid = os.getpid()
         self.size = size
         self.fd = -1
+        self.map = None
         self.error = None
         self.thread = threading.Thread(target=self._run, args=(name,),
                                        name="procmgr-prepare", daemon=True)
@@ -109,23 +117,60 @@ class _Prepared:
             os.ftruncate(fd, self.size)
             if self.size:
                 os.posix_fallocate(fd, 0, self.size)
+                self.map = _touched_map(fd, self.size)
             self.fd, fd = fd, -1
-        except OSError as e:
+        except (OSError, ValueError) as e:
             self.error = e
         finally:
             if fd >= 0:
                 os.close(fd)
 
     def take(self):
-        """The prepared descriptor (the caller owns it), or -1."""
+        """(descriptor, mapping or None) prepared (the caller owns both),
+        or (-1, None)."""
         self.thread.join()
         fd, self.fd = self.fd, -1
-        return fd
+        m, self.map = self.map, None
+        return fd, m
 
     def drop(self):
-        fd = self.take()
+        fd, m = self.take()
+        if m is not None:
+            m.close()
         if fd >= 0:
             os.close(fd)
+
+
+def _touched_map(fd, size):
+    """A writable shared mapping of fd, every page mapped and written once
+    (a byte per page), or None where mapping fails (the save then writes).
+    MADV_HUGEPAGE: 2 MiB pages where the site allows them for shared memory
+    (/sys/kernel/mm/transparent_hugepage/shmem_enabled: advise or always),
+    512 times fewer faults and a cheaper unmap; a no-op elsewhere."""
+    try:
+        m = mmap.mmap(fd, size, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                      mmap.PROT_READ | mmap.PROT_WRITE)
+    except OSError:
+        return None
+    try:
+        # Not inherited by a fork (a DataLoader's workers): a child's
+        # writable mapping of the file would make procmgrd's seal refuse
+        # this process's next save ("still mapped writable").
+        m.madvise(mmap.MADV_DONTFORK)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:
+                m.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
+        c = ctypes.c_char.from_buffer(m)
+        try:
+            ctypes.memset(ctypes.addressof(c), 0, size)
+        finally:
+            del c
+    except BaseException:
+        m.close()
+        raise
+    return m
 
 
 def _prepare_wanted():
@@ -133,29 +178,39 @@ def _prepare_wanted():
 
 
 def _take_prepared(name, size):
-    """A memory file of size bytes for name's next version: the prepared
-    one when there is one (this process's: a fork's child has its own),
-    else a fresh one."""
+    """(fd, mapping or None): a memory file of size bytes for name's next
+    version: the prepared one when there is one of that size (this
+    process's: a fork's child has its own), else a fresh one (no mapping)."""
     p = _prepared.pop(name, None)
-    fd = -1
+    fd, m = -1, None
     if p is not None:
         if p.pid == os.getpid():
-            fd = p.take()
+            fd, m = p.take()
+            if fd >= 0 and p.size != size:
+                if m is not None:
+                    m.close()
+                m = None
         else:
             # The parent's thread and descriptor: not this process's to use.
-            p.fd = -1
+            p.fd, p.map = -1, None
     if fd < 0:
         fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         if os.fstat(fd).st_size != size:
             os.ftruncate(fd, size)
     except BaseException:
+        if m is not None:
+            m.close()
         os.close(fd)
         raise
-    return fd
+    return fd, m
 
 
 _PARALLEL_MIN = 16 << 20
+
+
+def _parts(size):
+    return min(_COPY_THREADS, os.cpu_count() or 1) if size >= _PARALLEL_MIN else 1
 
 
 def _pwrite_part(fd, view, start, end, errors):
@@ -167,51 +222,94 @@ def _pwrite_part(fd, view, start, end, errors):
         errors.append(e)
 
 
+def _bounds(size, parts):
+    step = (size // parts + 4095) & ~4095
+    return [(i * step, min(size, (i + 1) * step)) for i in range(parts) if i * step < size]
+
+
+def _in_parts(run, size):
+    """run(start, end) over size bytes, a part per thread (up to
+    _COPY_THREADS; the first in this thread). The copies release the GIL."""
+    bounds = _bounds(size, _parts(size))
+    threads = [threading.Thread(target=run, args=b) for b in bounds[1:]]
+    for t in threads:
+        t.start()
+    if bounds:
+        run(*bounds[0])
+    for t in threads:
+        t.join()
+
+
 def _write_all(fd, view):
-    """view's bytes into fd from offset 0. write(), not a mapping: a fresh
+    """view's bytes into fd from offset 0 with write(): a fresh file's
     shared mapping takes a page fault per 4 KiB page (bench/state: many
-    times slower). A large buffer is written by a thread per CPU (up to 4),
-    each a part: one copy's CPU time, shared out as torch shares its own
-    copies (pwrite releases the GIL)."""
-    size = view.nbytes
-    parts = min(4, os.cpu_count() or 1) if size >= _PARALLEL_MIN else 1
+    times slower). A large buffer is written a part per thread."""
     errors = []
-    if parts == 1:
-        _pwrite_part(fd, view, 0, size, errors)
-    else:
-        step = (size // parts + 4095) & ~4095
-        bounds = [(i * step, min(size, (i + 1) * step)) for i in range(parts)]
-        threads = [threading.Thread(target=_pwrite_part, args=(fd, view, a, b, errors))
-                   for a, b in bounds[1:] if a < b]
-        for t in threads:
-            t.start()
-        _pwrite_part(fd, view, *bounds[0], errors)
-        for t in threads:
-            t.join()
+    _in_parts(lambda a, b: _pwrite_part(fd, view, a, b, errors), view.nbytes)
     if errors:
         raise errors[0]
 
 
+def _copy_into(m, view):
+    """view's bytes into the prepared mapping m: a memcpy into pages that
+    are there and mapped. ctypes.memmove releases the GIL, so a large
+    buffer is copied a part per thread; a read-only buffer (bytes) has no
+    address to give it and is copied by the mapping in one."""
+    size = view.nbytes
+    try:
+        src = ctypes.c_char.from_buffer(view)
+    except (TypeError, ValueError):
+        m[:size] = view
+        return
+    dst = ctypes.c_char.from_buffer(m)
+    try:
+        s, d = ctypes.addressof(src), ctypes.addressof(dst)
+        _in_parts(lambda a, b: ctypes.memmove(d + a, s + a, b - a), size)
+    finally:
+        del src, dst
+
+
+# Threads per large copy. Two: on the 2-CPU machine where this was measured
+# more only queued behind each other (bench/README.md "State in memory").
+_COPY_THREADS = 2
+
+
 class Saving:
     """A save running in the background (save(..., wait=False)). The
-    buffer must not change until wait() returns: the copy reads it."""
+    buffer must not change until copied() (or wait()) returns: the copy
+    reads it."""
 
     def __init__(self, run):
         self._version = None
         self._error = None
+        self._copied = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(run,),
                                         name="procmgr-save", daemon=True)
         self._thread.start()
 
     def _run(self, run):
         try:
-            self._version = run()
+            self._version = run(self._copied.set)
         except BaseException as e:  # handed to wait()'s caller
             self._error = e
+        finally:
+            self._copied.set()
 
     def done(self):
         """True once the save has ended (kept or refused)."""
         return not self._thread.is_alive()
+
+    def copied(self, timeout=None):
+        """Blocks until the buffer's bytes are in the memory file (or the
+        save ended): from then the buffer may change. The hand-over to
+        procmgr (the unmap, the seal, the reply) goes on in the background:
+        wait() for the version. Raises what save raised if it has already
+        ended in error (a refusal comes before the copy); TimeoutError
+        after timeout seconds."""
+        if not self._copied.wait(timeout):
+            raise TimeoutError("procmgr.save still copying after %s s" % timeout)
+        if self._error is not None and not self._thread.is_alive():
+            raise self._error
 
     def wait(self, timeout=None):
         """The version kept (None outside procmgr); raises what save would
@@ -225,7 +323,7 @@ class Saving:
         return self._version
 
 
-def save(name, buffer, step=0, prepare=None, wait=True):
+def save(name, buffer, step=0, prepare=None, wait=True, _copied=None):
     """Keep buffer (bytes, bytearray, memoryview, numpy array: anything with
     the buffer protocol) as this rank's latest version of name, in procmgr's
     memory on this node. One copy, into a memory file whose descriptor
@@ -238,22 +336,26 @@ def save(name, buffer, step=0, prepare=None, wait=True):
     old a restored version is and how many steps a failure lost.
 
     prepare (default: True unless PROCMGR_STATE_PREPARE=0): after the save,
-    allocate the next version's memory file in a background thread, so that
+    allocate, map and touch the next version's memory file in a background
+    thread, so that
     the next save of name is one copy into memory already there. It costs
     one more copy of name's size in this process's memory.
 
     wait=False: the copy and the hand-over run in a background thread and
     save returns a Saving at once; the training step goes on (a forward and
     backward pass read the parameters, they do not change them) and calls
-    its wait() before anything changes buffer (before optimizer.step). A
-    process that ends before wait() returned may lose that version; the
-    previous one stays.
+    its wait() before anything changes buffer (before optimizer.step); or
+    its copied(), which returns once the bytes are copied, and leaves the
+    hand-over (the unmap of the prepared mapping, procmgrd's seal: together
+    about as long as the copy) to the background thread. A process that
+    ends before wait() returned may lose that version; the previous one
+    stays.
 
     Returns the version number (1, 2, ...), or None outside procmgr.
     Raises StateError when procmgr refuses it (over the site's limit per
     rank or per node: the message names the limit); the rank may go on."""
     if not wait:
-        return Saving(lambda: save(name, buffer, step, prepare))
+        return Saving(lambda copied: save(name, buffer, step, prepare, _copied=copied))
     if not available():
         return None
     if prepare is None:
@@ -265,8 +367,19 @@ def save(name, buffer, step=0, prepare=None, wait=True):
         ticket = int(text.split()[1])
         fd = -1
         try:
-            fd = _take_prepared(name, size)
-            _write_all(fd, view)
+            fd, m = _take_prepared(name, size)
+            if m is not None:
+                try:
+                    _copy_into(m, view)
+                    if _copied is not None:
+                        _copied()
+                finally:
+                    # procmgrd seals the file: no writable mapping may remain.
+                    m.close()
+            else:
+                _write_all(fd, view)
+                if _copied is not None:
+                    _copied()
             text, _ = _ask("commit %d %d" % (ticket, int(step)), fd)
         except BaseException:
             try:

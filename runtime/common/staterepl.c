@@ -12,11 +12,14 @@ long pm_repl_buddy(uint32_t i, uint32_t n, const bool *lost, const uint32_t *dom
 
 	if (first < 0)
 		return -1;
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t k = (uint32_t)(first + j) % n;
-		if (k != i && !(lost && lost[k]))
-			return k;
-	}
+	/* On from the first choice: another domain if a node of one is left,
+	 * else any node. */
+	for (int pass = dom ? 0 : 1; pass < 2; pass++)
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t k = (uint32_t)(first + j) % n;
+			if (k != i && !(lost && lost[k]) && (pass || dom[k] != dom[i]))
+				return k;
+		}
 	return -1;
 }
 

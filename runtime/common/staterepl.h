@@ -15,8 +15,9 @@
 
 /* The buddy of node i among nodes 0..n-1 of the step (spares included:
  * a spare has memory to spare), lost[k] the nodes out of the step (NULL:
- * none): pm_state_buddy's choice, else the next node around the ring that
- * is neither lost nor i. Every node computes the same answer from the same
+ * none), dom[k] each node's failure domain (NULL: one): pm_state_buddy's
+ * choice, else the next node around the ring that is neither lost nor i,
+ * in another domain than i's while one is left. Every node computes the same answer from the same
  * lost set. -1 if there is none. */
 long pm_repl_buddy(uint32_t i, uint32_t n, const bool *lost, const uint32_t *dom);
 

@@ -317,6 +317,27 @@ void pm_state_drop_replicas(struct pm_state_store *s, uint32_t owner_node,
 	}
 }
 
+size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const char *name,
+				uint32_t by_owner, void (*release)(int, void *), void *arg)
+{
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < s->nb;) {
+		struct pm_state_blob *b = &s->b[i];
+		if (b->replica && b->owner_node != by_owner && b->grank == grank &&
+		    !strcmp(b->name, name)) {
+			if (release && b->handle >= 0)
+				release(b->handle, arg);
+			s->held -= b->size;
+			*b = s->b[--s->nb];
+			dropped++;
+		} else {
+			i++;
+		}
+	}
+	return dropped;
+}
+
 long pm_state_buddy(uint32_t i, uint32_t n, const uint32_t *dom)
 {
 	/* Half the ring away: a bijection (every node is one node's buddy,

@@ -105,6 +105,15 @@ int pm_state_put_replica(struct pm_state_store *s, const struct pm_state_blob *m
 void pm_state_drop_replicas(struct pm_state_store *s, uint32_t owner_node,
 			    void (*release)(int, void *), void *arg);
 
+/* A newer copy of (grank, name) is here from node by_owner (this node's
+ * own commit: by_owner == s->node; a replica from the node that runs the
+ * rank now): the replicas of (grank, name) from any other node go, each
+ * handle to release(). A global rank runs on one node at a time, so such
+ * a replica is a lost node's, handed on and now superseded. The number of
+ * blobs dropped. */
+size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const char *name,
+				uint32_t by_owner, void (*release)(int, void *), void *arg);
+
 /* The buddy of node i among nodes 0..n-1 (n >= 2), given each node's
  * failure domain (a switch, a rack: dom[i]; NULL: all one domain): the
  * next node in ring order in another domain, else the next node. Every

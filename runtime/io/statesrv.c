@@ -12,6 +12,12 @@
 #include "common/stateproto.h"
 #include "memblob.h"
 
+static void close_handle(int h, void *arg)
+{
+	(void)arg;
+	close(h);
+}
+
 static int reply(int sock, int fd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int reply(int sock, int fd, const char *fmt, ...)
 {
@@ -137,6 +143,10 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 		fd = -1; /* the store's now */
 		if (old >= 0)
 			close(old);
+		/* A lost node's copy of this rank's name, handed to this node
+		 * (the spare that runs the rank now): superseded, its memory
+		 * goes. */
+		pm_state_drop_superseded(st, p->grank, note->name, st->node, close_handle, NULL);
 		if ((b = pm_state_find(st, p->grank, note->name))) {
 			note->did = PM_STATE_DID_SAVE;
 			note->version = b->version;

@@ -30,6 +30,7 @@
 
 #include "common/handshake.h"
 #include "common/staterepl.h"
+#include "common/topotree.h"
 #include "io/auth.h"
 #include "io/memblob.h"
 #include "io/statesrv.h"
@@ -45,7 +46,7 @@
 static void set_buddy(struct pm_state_repl *r)
 {
 	struct pm_step *s = r->s;
-	long b = pm_repl_buddy((uint32_t)s->node, (uint32_t)s->nnodes, r->lost, NULL);
+	long b = pm_repl_buddy((uint32_t)s->node, (uint32_t)s->nnodes, r->lost, r->dom);
 
 	if (b == r->buddy)
 		return;
@@ -96,7 +97,7 @@ void pm_state_repl_sync(struct pm_step *s)
 		struct pm_repl_plan p;
 		if (x->lost < 0 || x->lost >= s->nnodes)
 			continue;
-		pm_repl_on_replace((uint32_t)s->node, (uint32_t)s->nnodes, r->lost, NULL, x->lost,
+		pm_repl_on_replace((uint32_t)s->node, (uint32_t)s->nnodes, r->lost, r->dom, x->lost,
 				   x->spare, &p);
 		r->lost[x->lost] = true;
 		if (p.push_to >= 0)
@@ -236,7 +237,10 @@ static void on_link(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		pm_repl_pump(k);
 	return;
 fail:
-	pm_repl_linklog(k, k->out ? "to" : "from", err);
+	/* A holder closes its push link once all is handed over and
+	 * acknowledged: not a failure to say. */
+	if (!(k->handed && !strcmp(err, "closed")))
+		pm_repl_linklog(k, k->out ? "to" : "from", err);
 	pm_repl_link_free(k, err);
 }
 
@@ -409,6 +413,61 @@ void pm_state_repl_set_rate(struct pm_state_repl *r, uint64_t rate)
 	r->refill_ms = pm_now_ms();
 }
 
+/* The nodes' leaf switches from Slurm's topology.conf (topology/tree),
+ * beside the slurm.conf that slurmstepd reads (SLURM_CONF, set by the
+ * plugin from slurmstepd's own: not the user's): each node's buddy on
+ * another switch. Every node reads the same file (Slurm wants it the same
+ * everywhere), so all agree on every buddy. Without it, or with a node it
+ * does not place, the ring order (r->dom NULL). A task's
+ * SLURM_TOPOLOGY_ADDR names only its own node's switches: not enough. */
+static void topology(struct pm_state_repl *r)
+{
+	struct pm_step *s = r->s;
+	const char *conf = getenv("SLURM_CONF"), *slash;
+	char path[4096], err[256] = "", *text = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	int rc;
+
+	if (!conf || conf[0] != '/' || !(slash = strrchr(conf, '/')))
+		conf = "/etc/slurm/slurm.conf", slash = conf + strlen("/etc/slurm");
+	if (snprintf(path, sizeof(path), "%.*s/topology.conf", (int)(slash - conf), conf) >=
+	    (int)sizeof(path))
+		return;
+	if (!(f = fopen(path, "re")))
+		return; /* no topology/tree: the ring */
+	while (!feof(f) && !ferror(f)) {
+		if (cap - len < 4097) {
+			size_t want = cap * 2 + 8192;
+			char *t = want <= (1u << 24) ? realloc(text, want) : NULL;
+			if (!t)
+				break; /* larger than any topology.conf: what was read */
+			text = t;
+			cap = want;
+		}
+		len += fread(text + len, 1, cap - len - 1, f);
+	}
+	fclose(f);
+	if (!text)
+		return;
+	text[len] = '\0';
+	if (!(r->dom = calloc((size_t)s->nnodes, sizeof(*r->dom)))) {
+		free(text);
+		return;
+	}
+	rc = pm_topotree_domains(text, s->names, (uint32_t)s->nnodes, r->dom, err, sizeof(err));
+	free(text);
+	if (rc < 2) {
+		if (rc < 0)
+			pm_log(s, "state replication: %s (%s); buddies in ring order", err, path);
+		free(r->dom);
+		r->dom = NULL;
+		return;
+	}
+	pm_log(s, "state replication: buddies on another leaf switch (%s: the step on %d)", path,
+	       rc);
+}
+
 struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store *st,
 					uint64_t rate)
 {
@@ -424,7 +483,8 @@ struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store
 	r->await_from = -1;
 	r->lost = calloc((size_t)s->nnodes, sizeof(*r->lost));
 	r->ended = calloc((size_t)s->nnodes, sizeof(*r->ended));
-	r->buddy = pm_repl_buddy((uint32_t)s->node, (uint32_t)s->nnodes, NULL, NULL);
+	topology(r);
+	r->buddy = pm_repl_buddy((uint32_t)s->node, (uint32_t)s->nnodes, NULL, r->dom);
 	r->tick = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_tick, .arg = r };
 	if (!r->lost || !r->ended || r->tick.fd < 0 ||
 	    pm_timer_set(r->tick.fd, PM_REPL_TICK_MS, PM_REPL_TICK_MS) ||
@@ -433,6 +493,7 @@ struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store
 			close(r->tick.fd);
 		free(r->lost);
 		free(r->ended);
+		free(r->dom);
 		free(r);
 		return NULL;
 	}
@@ -458,5 +519,6 @@ void pm_state_repl_free(struct pm_state_repl *r)
 	pm_repl_track_free(&r->track);
 	free(r->lost);
 	free(r->ended);
+	free(r->dom);
 	free(r);
 }

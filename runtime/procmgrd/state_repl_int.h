@@ -49,6 +49,7 @@ struct rlink {
 	struct pushed *q;
 	size_t nq, iq, acked;
 	bool end_sent;
+	bool handed; /* received a holder's "end": its close is the hand-over's end */
 	struct rlink *next;
 };
 
@@ -61,6 +62,7 @@ struct pm_state_repl {
 	int nrepl_seen;
 	bool *lost;
 	bool *ended; /* by owner node: its holder said end */
+	uint32_t *dom; /* each node's leaf switch (topology.conf), NULL: the ring */
 	long await_from;
 	int await_owner;
 	uint64_t await_until;

@@ -110,6 +110,12 @@ static void on_ack(struct rlink *k, const struct pm_repl_line *l)
 	}
 }
 
+static void close_handle(int h, void *arg)
+{
+	(void)arg;
+	close(h);
+}
+
 /* A blob's bytes are in: sealed, kept as a replica, acknowledged. */
 static int rx_done(struct rlink *k, char *err, size_t len)
 {
@@ -137,10 +143,24 @@ static int rx_done(struct rlink *k, char *err, size_t len)
 		r->received++;
 		if (!r->said_received) {
 			r->said_received = true;
-			pm_log(k->s, "state replication: holding node %s's rank %d '%s' version %llu",
-			       k->s->names[k->peer], meta.grank, meta.name,
-			       (unsigned long long)meta.version);
+			/* The saving node is the owner: a holder pushing a lost
+			 * node's state to this spare only hands it on. */
+			if (meta.owner_node == (uint32_t)k->peer)
+				pm_log(k->s, "state replication: holding node %s's rank %d '%s' version %llu",
+				       k->s->names[k->peer], meta.grank, meta.name,
+				       (unsigned long long)meta.version);
+			else
+				pm_log(k->s, "state replication: holding node %s's rank %d '%s' version %llu, handed on by node %s",
+				       meta.owner_node < (uint32_t)k->s->nnodes ? k->s->names[meta.owner_node] : "?",
+				       meta.grank, meta.name, (unsigned long long)meta.version,
+				       k->s->names[k->peer]);
 		}
+		/* The node that runs the rank now (a spare) replicates here: a
+		 * lost node's copy of the same rank's name is superseded. */
+		if (pm_state_drop_superseded(r->st, meta.grank, meta.name, meta.owner_node,
+					     close_handle, NULL))
+			pm_log(k->s, "state replication: rank %d's '%s' from node %s is here: the lost node's copy is dropped",
+			       meta.grank, meta.name, k->s->names[k->peer]);
 	} else {
 		/* Refused (an older version, over max_node): said, not acked
 		 * as safe; the link goes on. */
@@ -248,6 +268,7 @@ static int parse_in(struct rlink *k, char *err, size_t len)
 			struct pm_state_repl *r = k->r;
 			if (l.owner < (uint32_t)k->s->nnodes)
 				r->ended[l.owner] = true;
+			k->handed = true;
 			pm_log(k->s, "state replication: node %s handed us node %s's state (%llu blobs)",
 			       k->s->names[k->peer],
 			       l.owner < (uint32_t)k->s->nnodes ? k->s->names[l.owner] : "?",

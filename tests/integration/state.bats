@@ -15,6 +15,7 @@ site() {
 }
 
 teardown() {
+	rm -f "$PM_TESTBED_DIR/topology.conf"
 	[ -f "$W/plugstack.orig" ] && cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
 	chown root:root "$STATE"
 	chmod 0755 "$STATE"
@@ -170,4 +171,23 @@ except OSError as e:
 	grep -q "holding node ${P}2's rank 1 'model'" "$STATE/$job"/0.0.log
 	ev=$(cat "$STATE/$job"/*.events.jsonl)
 	[ "$(echo "$ev" | grep -c '"event":"state_replicated".*"name":"model","version":1,')" -eq 2 ]
+}
+
+@test "the buddy is on another leaf switch where topology.conf says so (switches interleaved in Slurm's node order)" {
+	# Leaf A: nodes 1 and 3, leaf B: 2 and 4. In ring order node i's buddy
+	# would be node i+2, on its own switch; topology.conf (beside
+	# slurm.conf, as Slurm's topology/tree reads it) moves it across.
+	printf 'SwitchName=leafA Nodes=%s1,%s3\nSwitchName=leafB Nodes=%s2,%s4\nSwitchName=spine Switches=leaf[A-B]\n' \
+		"$P" "$P" "$P" "$P" >"$PM_TESTBED_DIR/topology.conf"
+	run timeout 90 srun -N4 -n4 --ntasks-per-node=1 --procmgr "$PY" "$RANKPY" safe
+	echo "$output"
+	[ "$status" -eq 0 ]
+	job=$(last_job)
+	cat "$STATE/$job"/*.log
+	grep -q "buddies on another leaf switch" "$STATE/$job"/0.0.log
+	grep -q "rank 0's 'model' version 1 is safe on node ${P}4" "$STATE/$job"/0.0.log
+	grep -q "rank 1's 'model' version 1 is safe on node ${P}1" "$STATE/$job"/0.1.log
+	grep -q "rank 2's 'model' version 1 is safe on node ${P}2" "$STATE/$job"/0.2.log
+	grep -q "rank 3's 'model' version 1 is safe on node ${P}3" "$STATE/$job"/0.3.log
+	grep -q "holding node ${P}1's rank 0 'model'" "$STATE/$job"/0.3.log
 }

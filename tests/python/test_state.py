@@ -60,7 +60,12 @@ class FakeStateServer:
                         os.close(fd)
                         conn.send(b"err size")
                         continue
-                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+                    try:
+                        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+                    except OSError:
+                        os.close(fd)
+                        conn.send(b"err still mapped writable: unmap it before saving")
+                        continue
                     self.kept.append((name, int(words[2]), fd))
                     conn.send(b"ok %d" % sum(1 for k in self.kept if k[0] == name))
                 elif words[0] == "load":
@@ -130,6 +135,56 @@ class PreparedSave(unittest.TestCase):
         # The first version is untouched by the second save.
         self.assertEqual(self.server.content(0), b"a" * 100000)
 
+    def test_the_prepared_file_is_mapped_and_touched_ahead(self):
+        # The save is then a copy into pages already there and mapped: the
+        # prepare thread wrote every page once (its blocks are allocated and
+        # the mapping is open), and the save leaves no writable mapping
+        # (the double seals F_SEAL_WRITE as procmgrd does: EBUSY otherwise).
+        state.save("t", bytearray(b"a" * 300000))
+        p = state._prepared["t"]
+        p.thread.join()
+        self.assertIsNone(p.error)
+        self.assertIsNotNone(p.map)
+        self.assertEqual(len(p.map), 300000)
+        self.assertEqual(p.map[:4096], b"\0" * 4096)
+        self.assertGreaterEqual(os.fstat(p.fd).st_blocks * 512, 300000)
+        state.save("t", bytearray(b"b" * 300000))
+        self.assertEqual(self.server.content(1), b"b" * 300000)
+        self.assertTrue(p.map is None and p.fd == -1)
+
+    def test_read_only_and_writable_buffers_into_the_mapping(self):
+        # bytes has no address for ctypes: copied by the mapping itself; a
+        # bytearray, a memoryview of one, an array: by memmove, in parts
+        # over _PARALLEL_MIN.
+        import array
+        big = bytearray(os.urandom(1 << 16)) * ((state._PARALLEL_MIN >> 16) + 3)
+        cases = [b"r" * 70000, bytearray(b"w" * 70000), memoryview(bytearray(b"v" * 70000)),
+                 array.array("d", [1.5] * 8750), big]
+        for i, buf in enumerate(cases):
+            name = "k%d" % i
+            state.save(name, buf)
+            state.save(name, buf)  # into the prepared mapping
+            kept = [k for k in self.server.kept if k[0] == name]
+            fd = kept[1][2]
+            self.assertEqual(os.pread(fd, os.fstat(fd).st_size, 0),
+                             memoryview(buf).cast("B").tobytes(), name)
+
+    def test_a_prepared_file_of_another_size_is_not_mapped_into(self):
+        state.save("s", bytearray(b"1" * 8192))
+        state._prepared["s"].thread.join()
+        state.save("s", bytearray(b"2" * 5000))
+        self.assertEqual(self.server.content(1), b"2" * 5000)
+        state.save("s", bytearray(b"3" * 5000))
+        self.assertEqual(self.server.content(2), b"3" * 5000)
+
+    def test_where_mapping_fails_the_save_writes(self):
+        with mock.patch.object(state.mmap, "mmap", side_effect=OSError("ENOMEM")):
+            state.save("f", bytearray(b"1" * 8192))
+            state._prepared["f"].thread.join()
+            self.assertIsNone(state._prepared["f"].map)
+            state.save("f", bytearray(b"2" * 8192))
+        self.assertEqual(self.server.content(1), b"2" * 8192)
+
     def test_a_new_size_is_written_whole(self):
         state.save("opt", b"x" * 50000)
         state.save("opt", b"yz" * 40000)
@@ -164,6 +219,28 @@ class PreparedSave(unittest.TestCase):
         self.assertTrue(h.done())
         self.assertEqual(self.server.content(0), bytes(data))
         self.assertEqual(self.server.kept[0][1], 9)
+
+    def test_the_buffer_may_change_once_copied(self):
+        data = bytearray(b"1" * 300000)
+        state.save("c", data)
+        state._prepared["c"].thread.join()
+        h = state.save("c", data, step=2, wait=False)
+        h.copied(timeout=30)
+        data[:] = b"2" * 300000  # the optimizer's step, the hand-over still going
+        self.assertEqual(h.wait(timeout=30), 2)
+        self.assertEqual(self.server.content(1), b"1" * 300000)
+        # Without a prepared mapping (the first save writes): the same.
+        h = state.save("c2", data, wait=False)
+        h.copied(timeout=30)
+        data[:] = b"3" * 300000
+        h.wait(timeout=30)
+        self.assertEqual(self.server.content(2), b"2" * 300000)
+
+    def test_a_refusal_in_the_background_reaches_copied(self):
+        h = state.save("refuse-me", b"x" * 8192, wait=False)
+        h._thread.join(30)
+        with self.assertRaises(state.StateError):
+            h.copied(timeout=30)
 
     def test_a_refusal_in_the_background_reaches_wait(self):
         h = state.save("refuse-me", b"x" * 8192, wait=False)
@@ -206,6 +283,29 @@ class PreparedSave(unittest.TestCase):
         self.assertEqual(ino(self.prepared_fd("m")), parent)
         state.save("m", b"n" * 8192)
         self.assertEqual(ino(self.server.kept[2][2]), parent)
+
+    def test_a_live_forked_child_does_not_block_the_seal(self):
+        # A child forked while the prepared file is mapped (a DataLoader's
+        # worker) and still alive at the parent's next save: the mapping
+        # was not inherited, so the double's F_SEAL_WRITE (procmgrd's)
+        # is not refused with EBUSY.
+        state.save("d", bytearray(b"1" * 65536))
+        state._prepared["d"].thread.join()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(w)
+                os.read(r, 1)
+            finally:
+                os._exit(0)
+        os.close(r)
+        try:
+            self.assertEqual(state.save("d", bytearray(b"2" * 65536)), 2)
+            self.assertEqual(self.server.content(1), b"2" * 65536)
+        finally:
+            os.close(w)
+            os.waitpid(pid, 0)
 
     def test_a_refused_commit_leaves_the_last_version(self):
         state.save("r", b"1" * 4096)

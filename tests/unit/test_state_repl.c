@@ -195,6 +195,17 @@ static void test_spare_push(void **state)
 	got = sc_load((c = sc_connect(sc_sock(3))), "model", out, sizeof(out), &len);
 	assert_int_equal(len, sizeof(big));
 	free(got);
+	/* The spare's rank saves a newer version: node 2's copy, handed on,
+	 * is superseded and its memory goes. */
+	assert_int_equal(sc_repl(n[3])->st->held, sizeof(big));
+	sc_save(c, "model", big, sizeof(big), 31, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	{
+		const struct pm_state_blob *b;
+		for (size_t i = 0; (b = pm_state_at(sc_repl(n[3])->st, i)); i++)
+			assert_false(b->replica);
+	}
+	assert_int_equal(sc_repl(n[3])->st->held, sizeof(big));
 	close(c);
 	peer_free(&sup2);
 	peer_free(&sup3);
@@ -247,6 +258,61 @@ static void test_holder_lost(void **state)
 	sc_rmtmp(sc_tmp);
 }
 
+/* Slurm's topology.conf beside SLURM_CONF puts nodes 0 and 2 on one leaf
+ * switch, 1 and 3 on another: each node's buddy is on the other switch
+ * (the ring's half-way node would share it); a file that leaves a node
+ * out gives the ring. */
+static void test_buddy_by_topology(void **state)
+{
+	struct tnode *n[4];
+	char conf[512], topo[512];
+	FILE *f;
+	(void)state;
+
+	sc_mktmp(sc_tmp, sizeof(sc_tmp));
+	snprintf(conf, sizeof(conf), "%s/slurm.conf", sc_tmp);
+	snprintf(topo, sizeof(topo), "%s/topology.conf", sc_tmp);
+	assert_non_null(f = fopen(topo, "w"));
+	fputs("SwitchName=a Nodes=127.0.0.1,127.0.0.3\nSwitchName=b Nodes=127.0.0.2,127.0.0.4\n"
+	      "SwitchName=top Switches=a,b\n", f);
+	fclose(f);
+	setenv("SLURM_CONF", conf, 1);
+	for (int i = 0; i < 4; i++)
+		n[i] = sc_node(i, 4, 1);
+	assert_int_equal(sc_repl(n[0])->buddy, 3);
+	assert_int_equal(sc_repl(n[1])->buddy, 0);
+	assert_int_equal(sc_repl(n[2])->buddy, 1);
+	assert_int_equal(sc_repl(n[3])->buddy, 2);
+	/* Node 3 lost: node 0's next buddy is still on the other switch. */
+	replace(n[0], 3, -1);
+	assert_int_equal(sc_repl(n[0])->buddy, 1);
+	unsetenv("SLURM_CONF");
+	unlink(topo);
+	sc_rmtmp(sc_tmp);
+}
+
+static void test_buddy_topology_incomplete(void **state)
+{
+	struct tnode *t;
+	char conf[512], topo[512];
+	FILE *f;
+	(void)state;
+
+	sc_mktmp(sc_tmp, sizeof(sc_tmp));
+	snprintf(conf, sizeof(conf), "%s/slurm.conf", sc_tmp);
+	snprintf(topo, sizeof(topo), "%s/topology.conf", sc_tmp);
+	assert_non_null(f = fopen(topo, "w"));
+	fputs("SwitchName=a Nodes=127.0.0.1,127.0.0.3\n", f); /* 2 and 4 nowhere */
+	fclose(f);
+	setenv("SLURM_CONF", conf, 1);
+	t = sc_node(0, 4, 1);
+	assert_null(sc_repl(t)->dom);
+	assert_int_equal(sc_repl(t)->buddy, 2); /* the ring */
+	unsetenv("SLURM_CONF");
+	unlink(topo);
+	sc_rmtmp(sc_tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +320,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spare_push, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spare_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holder_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_buddy_by_topology, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_buddy_topology_incomplete, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,16 @@ static void test_buddy_other_domain(void **st)
 	(void)st;
 	/* Node 0's first choice (2) is lost: the next in the ring is 3. */
 	assert_int_equal(pm_repl_buddy(0, 4, lost, rack), 3);
+	{
+		/* Switches interleaved (0 2 4 | 1 3 5): node 0's first choice
+		 * (3) lost, the next in the ring (4) shares its switch: 5. */
+		const uint32_t sw[6] = { 0, 1, 0, 1, 0, 1 };
+		bool l6[6] = { false, false, false, true, false, false };
+		assert_int_equal(pm_repl_buddy(0, 6, l6, sw), 5);
+		/* The other switch all lost: the next node left, on its own. */
+		l6[1] = l6[5] = true;
+		assert_int_equal(pm_repl_buddy(0, 6, l6, sw), 4);
+	}
 }
 
 /* Nodes 0-2 hold slots, 3 is a spare (n 4): 1's buddy is 3, 0's is 2,

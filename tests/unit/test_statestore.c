@@ -270,6 +270,51 @@ static void test_own_before_replica(void **state)
 	assert_int_equal(released[1] + released[2], 2);
 }
 
+/* A spare (node 4) runs lost node 1's rank 2 now: its own save, or its
+ * replica arriving at the old holder, supersedes node 1's copy of that
+ * rank's name (and only that); the memory held goes down. */
+static void test_superseded(void **state)
+{
+	struct pm_state_store s;
+	struct pm_state_blob m = { .owner_node = 1, .grank = 2, .version = 5, .size = 3 * MiB };
+	char err[256];
+	int old;
+	(void)state;
+
+	store(&s, 3);
+	snprintf(m.name, sizeof(m.name), "model");
+	assert_int_equal(pm_state_put_replica(&s, &m, 1, &old, err, sizeof(err)), 0);
+	snprintf(m.name, sizeof(m.name), "opt");
+	assert_int_equal(pm_state_put_replica(&s, &m, 2, &old, err, sizeof(err)), 0);
+	m.grank = 7; /* another rank of node 1 */
+	snprintf(m.name, sizeof(m.name), "model");
+	assert_int_equal(pm_state_put_replica(&s, &m, 3, &old, err, sizeof(err)), 0);
+	assert_int_equal(s.held, 9 * MiB);
+	/* The same replica's owner is not superseded by itself. */
+	assert_int_equal(pm_state_drop_superseded(&s, 2, "model", 1, release, NULL), 0);
+	/* Node 4's replica of rank 2's model arrives here. */
+	m.owner_node = 4;
+	m.grank = 2;
+	m.version = 1;
+	m.size = 1 * MiB;
+	assert_int_equal(pm_state_put_replica(&s, &m, 4, &old, err, sizeof(err)), 0);
+	assert_int_equal(pm_state_drop_superseded(&s, 2, "model", 4, release, NULL), 1);
+	assert_int_equal(released[1], 1);
+	assert_int_equal(s.held, 7 * MiB);
+	assert_int_equal(pm_state_find(&s, 2, "model")->owner_node, 4);
+	assert_int_equal(pm_state_find(&s, 2, "opt")->owner_node, 1);
+	assert_int_equal(pm_state_find(&s, 7, "model")->owner_node, 1);
+	/* This node's own save of rank 7's model supersedes every replica of it. */
+	save(&s, 7, "model", 2 * MiB, 5, &old);
+	assert_int_equal(pm_state_drop_superseded(&s, 7, "model", 3, release, NULL), 1);
+	assert_int_equal(released[3], 1);
+	assert_int_equal(s.held, 6 * MiB);
+	assert_false(pm_state_find(&s, 7, "model")->replica);
+	pm_state_clear(&s, release, NULL);
+	assert_int_equal(released[2] + released[4] + released[5], 3);
+	assert_int_equal(released[1] + released[3], 2); /* none twice */
+}
+
 static void test_buddy(void **state)
 {
 	/* racks of 4 nodes: 0-3, 4-7 */
@@ -313,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_mark_safe),
 		cmocka_unit_test(test_replicas_and_spare),
 		cmocka_unit_test(test_own_before_replica),
+		cmocka_unit_test(test_superseded),
 		cmocka_unit_test(test_buddy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
