@@ -44,5 +44,5 @@ expect "help COMMAND: its usage" 0 out "usage: procmgr status [JOBID[.STEP]] [--
 expect "help of an unknown command" 2 err "procmgr: unknown command 'nope'" help nope
 expect "help with two words" 2 err "usage: procmgr help [COMMAND]" help status events
 expect "stop with no step" 2 err "procmgr stop: which step? JOBID[.STEP] is needed" stop
-expect "restart with a bad step" 1 err "procmgr restart: bad step '1x'" restart 1x
+expect "restart with a bad step" 2 err "procmgr restart: bad step '1x'" restart 1x
 exit $fail
