@@ -132,6 +132,7 @@ int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const ch
 		/* Failed ("stopped") now; the slots still running are held
 		 * until their ranks' ends come. */
 		pm_sq_stop(&r->q, i, pm_now_ms(), r->slot_live);
+		pm_sweep_journal_end(s, i);
 		/* A trial that holds no slots (queued, requeued) has no ranks
 		 * to stop: its slot_of_rank says nothing of slots. */
 		if (ran)

@@ -35,6 +35,7 @@ struct pm_sweep_run {
 	bool launched, ended;
 	uint64_t t0;
 	char results[PATH_MAX];
+	int journal_fd;             /* FILE.journal (sweep_journal.c), or -1 */
 };
 
 void pm_sweep_ev(struct pm_step *s, const char *name, const char *fmt, ...)
@@ -50,5 +51,10 @@ void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node);
  * slot was held for that attempt (now free), else 0. sweep_run.c's, like
  * the stop above: sweep_ctl.c is the floor above sweep_run.c. */
 int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt);
+/* sweep_journal.c: FILE.journal, the root's record of the trials that
+ * ended (sweep_loss.h), for whoever reads it after the root is lost. */
+void pm_sweep_journal_open(struct pm_step *s);
+void pm_sweep_journal_end(struct pm_step *s, int i);
+void pm_sweep_journal_close(struct pm_step *s);
 
 #endif

@@ -88,6 +88,7 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 		goto oom;
 	s->sweep = r;
 	r->due_w.fd = -1;
+	r->journal_fd = -1;
 	r->L = s->ntasks_local;
 	if (pm_sweep_read(s->opts.sweep, dr, s->ntasks, &r->file, err, errlen))
 		return -1;
@@ -131,6 +132,7 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 	if (i)
 		return -1;
 	r->next_attempt = 1;
+	pm_sweep_journal_open(s);
 	return 0;
 oom:
 	snprintf(err, errlen, "--procmgr-sweep: out of memory");
@@ -154,6 +156,7 @@ void pm_sweep_run_free(struct pm_step *s)
 		pm_loop_del(s->loop, &r->due_w);
 		close(r->due_w.fd);
 	}
+	pm_sweep_journal_close(s);
 	if (r->q.t)
 		pm_sq_free(&r->q);
 	for (i = 0; r->fail_err && i < r->file.n; i++)
@@ -308,6 +311,8 @@ static void trial_ended(struct pm_step *s, int i)
 		st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
 				 r->fail_err[i], now(), &delay);
 	r->restart_req[i] = false;
+	if (st == PM_TS_DONE || st == PM_TS_FAILED)
+		pm_sweep_journal_end(s, i);
 	pm_json_escape(r->fail_err[i] ? r->fail_err[i] : "", esc, sizeof(esc));
 	pm_sweep_ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
