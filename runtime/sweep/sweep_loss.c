@@ -26,12 +26,13 @@ unsigned pm_sl_decide(const struct pm_sl_case *c)
 	return rules[c->spares][c->root][c->spare_left];
 }
 
-int pm_sl_next_spare(const bool *in_pool, const bool *lost, int nodes, int first_spare)
+int pm_sl_next_spare(const bool *in_pool, const bool *lost, const bool *ready, int nodes,
+		     int first)
 {
 	int n;
 
-	for (n = first_spare < 0 ? 0 : first_spare; n < nodes; n++)
-		if (!in_pool[n] && !lost[n])
+	for (n = first < 0 ? 0 : first; n < nodes; n++)
+		if (!in_pool[n] && !lost[n] && (!ready || ready[n]))
 			return n;
 	return -1;
 }

@@ -58,9 +58,10 @@ struct pm_sl_case {
 /* The rules above: a set of enum pm_sl_act. */
 unsigned pm_sl_decide(const struct pm_sl_case *c);
 
-/* The next spare to join the pool: the lowest node >= first_spare that is
- * neither in the pool nor lost, or -1. */
-int pm_sl_next_spare(const bool *in_pool, const bool *lost, int nodes, int first_spare);
+/* The next node to join the pool: the lowest node >= first that is not in
+ * the pool, not lost and ready (ready may be NULL: every node), or -1. */
+int pm_sl_next_spare(const bool *in_pool, const bool *lost, const bool *ready, int nodes,
+		     int first);
 
 /* A trial's end as the journal keeps it. */
 struct pm_sl_end {

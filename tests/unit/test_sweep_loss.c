@@ -56,18 +56,25 @@ static void test_next_spare(void **state)
 	bool lost[6] = { false };
 
 	(void)state;
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, 4), 4);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, 4), 4);
 	pool[4] = true;
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, 4), 5);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, 4), 5);
 	lost[5] = true; /* a spare lost before it was needed */
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, 4), -1);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, 4), -1);
 	lost[5] = false;
 	pool[5] = true;
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, 4), -1);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, 4), -1);
 	/* A node below first_spare that left the pool is not a spare. */
 	pool[1] = false;
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, 4), -1);
-	assert_int_equal(pm_sl_next_spare(pool, lost, 6, -3), 1);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, 4), -1);
+	assert_int_equal(pm_sl_next_spare(pool, lost, NULL, 6, -3), 1);
+	/* A node not ready (its slots not back yet) waits. */
+	{
+		bool ready[6] = { true, false, true, true, true, true };
+		assert_int_equal(pm_sl_next_spare(pool, lost, ready, 6, 0), -1);
+		ready[1] = true;
+		assert_int_equal(pm_sl_next_spare(pool, lost, ready, 6, 0), 1);
+	}
 }
 
 static void test_journal_lines(void **state)
