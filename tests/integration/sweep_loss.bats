@@ -83,7 +83,7 @@ show() {
 	waiting_trial
 	for i in $(seq 1 16); do echo "[t$i] $W/trial.sh"; done >trials.txt
 	sweep --procmgr-restart=on-failure:1
-	wait_until 60 bash -c "[ \$(wc -l <$W/started 2>/dev/null || echo 0) -ge 8 ]" || { show; false; }
+	wait_until 60 bash -c "[ \$(cat $W/started 2>/dev/null | wc -l) -ge 8 ]" || { show; false; }
 	job=$(last_job)
 	# 4 nodes x 2 slots: the spares (nodes 5 and 6) run nothing.
 	[ "$(lines started)" -eq 8 ]
@@ -91,10 +91,12 @@ show() {
 	victim=${P}3
 	on_victim=$(awk -v v="$victim" '$3 == v { print $1 }' started | sort -u)
 	[ -n "$on_victim" ]
+	t0=$(date +%s.%N)
 	crash 2
 	wait_until 60 grep -q '"event":"spare_joined"' "$STATE/$job/0.events.jsonl" || { show; false; }
 	# The lost node's trials start again, elsewhere (a spare's slots too).
 	wait_until 60 bash -c "[ \$(wc -l <$W/started) -ge 10 ]" || { show; false; }
+	echo "# a node's loss to its trials running again: $(echo "$(date +%s.%N) - $t0" | bc) s" >&3
 	touch go
 	wait_until 120 grep -q "procmgr: sweep of 16 trials" out || { show; false; }
 	show
@@ -107,7 +109,7 @@ show() {
 		[ "$(awk -F'\t' -v t="$t" '$1 == t { print $4 }' trials.txt.results)" -eq 0 ]
 	done
 	[ "$(awk '{ print $3 }' started | grep -c "${P}[56]$")" -ge 1 ]
-	grep -q "procmgr: lost node $victim (.*); spare ${P}[56]'s 2 slots join the pool" out
+	grep -q "procmgr: lost node $victim (.*); its .*; spare ${P}[56]'s 2 slots join the pool" out
 	events "$job" 0 | grep -q '"event":"spare_joined","node":"'"${P}5"'","lost":"'"$victim"'"'
 	grep -q "procmgr: sweep of 16 trials: 16 done, 0 failed" out
 }
@@ -121,19 +123,21 @@ show() {
 	sweep --procmgr-restart=on-failure:1
 	# The quick trials ended (the journal has them), 8 waiters run.
 	wait_until 60 bash -c "[ \$(grep -c done $W/trials.txt.journal 2>/dev/null || echo 0) -ge 6 ]" || { show; false; }
-	wait_until 60 bash -c "[ \$(wc -l <$W/started 2>/dev/null || echo 0) -ge 8 ]" || { show; false; }
+	wait_until 60 bash -c "[ \$(cat $W/started 2>/dev/null | wc -l) -ge 8 ]" || { show; false; }
 	job=$(last_job)
+	t0=$(date +%s.%N)
 	crash 0
 	# Node 2 takes the root's place and the queue: its mark in the journal.
 	wait_until 60 grep -q '^#root 1$' trials.txt.journal || { show; false; }
 	wait_until 60 grep -q '"event":"sweep_takeover"' "$STATE/$job/0.events.jsonl" || { show; false; }
 	# The old root's waiters stopped, and started again under the new root.
 	wait_until 60 bash -c "[ \$(wc -l <$W/started) -ge 16 ]" || { show; false; }
+	echo "# the root's loss to its trials running again: $(echo "$(date +%s.%N) - $t0" | bc) s" >&3
 	touch go
 	wait_until 120 grep -q "procmgr: sweep of 18 trials" out || { show; false; }
 	show
 	wait $SRUN_PID || rc=$?
-	echo "srun returned ${rc:-0}"
+	echo "# srun returned ${rc:-0}" >&3
 	# Every trial once in the results, done; the quick ones never again.
 	[ "$(awk -F'\t' 'NR > 1 { print $1 }' trials.txt.results | sort | uniq -d | wc -l)" -eq 0 ]
 	[ "$(rows trials.txt.results done)" -eq 18 ]
