@@ -122,7 +122,7 @@ show() {
 	} >trials.txt
 	sweep --procmgr-restart=on-failure:1
 	# The quick trials ended (the journal has them), 8 waiters run.
-	wait_until 60 bash -c "[ \$(grep -c done $W/trials.txt.journal 2>/dev/null || echo 0) -ge 6 ]" || { show; false; }
+	wait_until 60 bash -c "[ \$(cat $W/trials.txt.journal 2>/dev/null | grep -c done) -ge 6 ]" || { show; false; }
 	wait_until 60 bash -c "[ \$(cat $W/started 2>/dev/null | wc -l) -ge 8 ]" || { show; false; }
 	job=$(last_job)
 	t0=$(date +%s.%N)
@@ -150,7 +150,12 @@ show() {
 	grep -q "procmgr: the sweep's root ${P}1 was lost; ${P}2 took its place: 6 of 18 trials had ended" out
 	grep -q "procmgr: sweep of 18 trials: 18 done, 0 failed" out
 	events "$job" 0 | grep -q '"event":"root_moved"'
-	# scancel then leaves nothing behind.
+	# scancel then leaves nothing behind (the crashed node's run
+	# directory went with its disk: teardown removes it).
 	scancel "$job" 2>/dev/null || true
-	wait_until 30 no_leftovers
+	wait_until 30 nothing_left_but_node0
+}
+nothing_left_but_node0() {
+	[ -z "$(our_procs)" ] &&
+		[ -z "$(find "$STATE" \( -name '*.run' ! -name '*.0.run' -o -name sock \) 2>/dev/null)" ]
 }
