@@ -153,7 +153,10 @@ show() {
 	# scancel then leaves nothing behind (the crashed node's run
 	# directory went with its disk: teardown removes it).
 	scancel "$job" 2>/dev/null || true
-	wait_until 30 nothing_left_but_node0
+	wait_until 30 nothing_left_but_node0 || {
+		for p in $(our_procs); do ps -o pid=,stat=,args= -p "$p"; done
+		find "$STATE" -name '*.run' -o -name sock; false
+	}
 }
 nothing_left_but_node0() {
 	[ -z "$(our_procs)" ] &&
