@@ -205,6 +205,12 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		why = "its procmgrd or slurmstepd went away";
 	if (g->cf.sweep && pm_gen_sweep_lost(g, node, why))
 		return; /* its trials are requeued on the other nodes */
+	if (g->cf.sweep && pm_gen_spares(g) && g->cf.ops->sweep_takeover) {
+		/* The old root, said again by a child: the sweep took over
+		 * (sweep_takeover.c); no spare replaces it, nothing restarts. */
+		pm_gen_exclude(g, node);
+		return;
+	}
 	if (pm_gen_spares(g)) {
 		/* A root that took over decides once most of the step is here. */
 		if (!g->electing)

@@ -149,6 +149,8 @@ show() {
 	[ "$(awk '{ print $3 }' started | tail -n 8 | grep -c "^${P}1$")" -eq 0 ]
 	grep -q "procmgr: the sweep's root ${P}1 was lost; ${P}2 took its place: 6 of 18 trials had ended" out
 	grep -q "procmgr: sweep of 18 trials: 18 done, 0 failed" out
+	# The machine replaced nothing and started no generation.
+	! grep -q "generation\|move to spare" out
 	events "$job" 0 | grep -q '"event":"root_moved"'
 	# scancel then leaves nothing behind (the crashed node's run
 	# directory went with its disk: teardown removes it).
@@ -160,5 +162,5 @@ show() {
 }
 nothing_left_but_node0() {
 	[ -z "$(our_procs)" ] &&
-		[ -z "$(find "$STATE" \( -name '*.run' ! -name '*.0.run' -o -name sock \) 2>/dev/null)" ]
+		[ -z "$(find "$STATE" -path '*.0.run' -prune -o \( -name '*.run' -o -name sock \) -print 2>/dev/null)" ]
 }

@@ -181,6 +181,12 @@ static bool three_run(void *arg)
 	return sups[0].pid && sups[1].pid && sups[2].pid;
 }
 
+static bool three_run_spare(void *arg)
+{
+	(void)arg;
+	return sups[0].pid && sups[2].pid;
+}
+
 static bool said_lost(void *arg)
 {
 	return sup_said(&sups[0], (const char *)arg);
@@ -246,6 +252,47 @@ static void test_node_lost(void **state)
 	has(ev, "\"event\":\"node_lost\",\"gen\":0,\"node\":\"127.0.0.2\"");
 	has(ev, "\"sweep\":\"requeue\"");
 	has(ev, "\"event\":\"trial_stop_requested\",\"trial\":\"solo\"");
+}
+
+static bool two_run(void *arg)
+{
+	(void)arg;
+	return sups[0].pid && sups[1].pid;
+}
+
+/* Three nodes of one slot, the last a spare: it runs nothing until node 1
+ * is lost; then its slot joins the pool and the requeued trial runs there,
+ * not charged a restart. */
+static void test_spare_joins(void **state)
+{
+	char text[512], *res, *ev;
+	(void)state;
+
+	snprintf(text, sizeof(text),
+		 "[a] while [ ! -e %s/go ]; do sleep 0.05; done\n"
+		 "[b] while [ ! -e %s/go ]; do sleep 0.05; done\n", sweep_dir, sweep_dir);
+	sweep_spares = 1;
+	sweep_up(3, 2, 1, text);
+	assert_true(pm_pump(&loop, two_run, NULL, 5000));
+	assert_int_equal(sups[2].starts, 0);
+	node_down(&nodes[1]);
+	assert_true(pm_pump(&loop, said_lost, "procmgr: lost node 127.0.0.2", 5000));
+	said(&sups[0], "spare 127.0.0.3's 1 slots join the pool");
+	assert_true(pm_pump(&loop, three_run_spare, NULL, 5000));
+	snprintf(text, sizeof(text), "%s/go", sweep_dir);
+	fclose(fopen(text, "w"));
+	ended_with(0);
+	assert_int_equal(sups[2].starts, 1);
+	res = sweep_read("trials.results");
+	/* Not charged a restart. */
+	has(res, "a\tdone\t0\t0\t");
+	has(res, "b\tdone\t0\t0\t");
+	ev = sweep_read("events");
+	has(ev, "\"event\":\"spare_joined\",\"node\":\"127.0.0.3\",\"lost\":\"127.0.0.2\"");
+	/* The journal has both ends. */
+	res = sweep_read("trials.journal");
+	line_has(res, "a\tdone\t0\t", "\t", "\t");
+	line_has(res, "b\tdone\t0\t", "\t", "\t");
 }
 
 static bool both_run(void *arg)
@@ -432,6 +479,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_done, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_on_failure, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost, sweep_setup, sweep_teardown),
+		cmocka_unit_test_setup_teardown(test_spare_joins, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_hung_and_no_results, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_supervisor_lost, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_cancelled, sweep_setup, sweep_teardown),
