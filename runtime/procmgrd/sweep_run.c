@@ -274,6 +274,10 @@ void pm_sweep_launch(void *ctx)
 
 	if (!r || r->launched)
 		return;
+	/* A root that took over starts once its pool is (the reclaim's
+	 * answers, pm_sweep_reclaimed): a trial would find no room before. */
+	if (r->base && !pm_sweep_pool_complete(s))
+		return;
 	/* The pool: the spares out of it (sweep_journal.c); a root that took
 	 * over made it already. */
 	if (!r->gone && pm_sweep_pool_init(s, true)) {
