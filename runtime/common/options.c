@@ -446,7 +446,9 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		return -1;
 	}
 
-	if (out->spares && out->restart == PM_RESTART_NEVER) {
+	/* A sweep's trials restart on their own policy: a spare only joins
+	 * its pool of slots (docs/design.md, Sweeps). */
+	if (out->spares && out->restart == PM_RESTART_NEVER && !out->sweep[0]) {
 		snprintf(err, errlen, "--procmgr-spares=%u needs restarts: a spare takes a lost "
 			 "node's place in a new generation of every rank; add "
 			 "--procmgr-restart=on-failure[:N] (N restarts bound the replacements too)",
@@ -454,11 +456,6 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 		return -1;
 	}
 
-	if (out->sweep[0] && out->spares) {
-		snprintf(err, errlen, "--procmgr-sweep and --procmgr-spares=%u cannot be combined: "
-			 "a sweep packs its trials on the step's nodes itself", out->spares);
-		return -1;
-	}
 	if (out->trial_ranks && !out->sweep[0]) {
 		snprintf(err, errlen, "--procmgr-trial-ranks=%u needs --procmgr-sweep=FILE",
 			 out->trial_ranks);

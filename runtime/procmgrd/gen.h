@@ -75,6 +75,10 @@ struct pm_gen_ops {
 	 * goes on. 1, or 0 if that node was lost already. May be NULL (the
 	 * step ends, as for any step). */
 	int (*sweep_node_lost)(void *ctx, int node, const char *why);
+	/* A sweep with spares whose root was lost: this node took its place
+	 * (root_moved) and rebuilds the queue; the machine does not replace
+	 * or restart anything. May be NULL. */
+	void (*sweep_takeover)(void *ctx);
 };
 
 struct pm_gen_config {

@@ -203,8 +203,14 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
-	if (g->cf.sweep && !pm_gen_spares(g) && pm_gen_sweep_lost(g, node, why))
+	if (g->cf.sweep && pm_gen_sweep_lost(g, node, why))
 		return; /* its trials are requeued on the other nodes */
+	if (g->cf.sweep && pm_gen_spares(g) && g->cf.ops->sweep_takeover) {
+		/* The old root, said again by a child: the sweep took over
+		 * (sweep_takeover.c); no spare replaces it, nothing restarts. */
+		pm_gen_exclude(g, node);
+		return;
+	}
 	if (pm_gen_spares(g)) {
 		/* A root that took over decides once most of the step is here. */
 		if (!g->electing)
@@ -292,6 +298,11 @@ void pm_gen_root_act(struct pm_gen *g)
 	pm_gen_event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
 		     pm_gen_node_name(g, g->cf.node), g->elect_why);
 	g->fail_t0 = now(g);
+	if (g->cf.sweep && g->cf.ops->sweep_takeover) {
+		/* The sweep's queue moves here; a node lost is its case. */
+		g->cf.ops->sweep_takeover(g->cf.ctx);
+		return;
+	}
 	for (i = 0; i < g->nrepl; i++)
 		said |= g->repl[i].lost == 0;
 	if (!said)

@@ -408,8 +408,8 @@ void pm_gen_take_root(struct pm_gen *g, const char *why)
 		g->cf.ops->became_root(g->cf.ctx);
 	/* Whoever the root will be, it restarts every rank: ours stop now (on
 	 * the side cut off, they must not run on alone). */
-	if (g->phase == PM_PHASE_RUNNING)
-		pm_gen_stop(g, g->gen);
+	if (g->phase == PM_PHASE_RUNNING && !(g->cf.sweep && g->cf.ops->sweep_takeover))
+		pm_gen_stop(g, g->gen); /* a sweep's new root stops old trials itself */
 	/* Most of the step must come to us within a stop's bound, or this
 	 * side is the one cut off. */
 	pm_gen_arm_stop(g, 3, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);

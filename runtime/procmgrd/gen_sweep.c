@@ -54,6 +54,9 @@ bool pm_gen_sweep_lost(struct pm_gen *g, int node, const char *why)
 	    node <= 0 || node >= g->cf.nnodes)
 		return false;
 	lost_one(g, node, why);
+	/* With spares its subtree finds another parent (attach.c). */
+	if (pm_gen_spares(g))
+		return true;
 	/* Its subtree ends its part when it loses its parent (no spares:
 	 * nobody adopts it): its trials are as good as gone. */
 	snprintf(sub, sizeof(sub), "below lost node %s in the tree", pm_gen_node_name(g, node));

@@ -56,6 +56,7 @@ struct pm_step_hooks {
 	void (*sweep_launch)(void *ctx);
 	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
 	int (*sweep_node_lost)(void *ctx, int node, const char *why);
+	void (*sweep_takeover)(void *ctx);
 	/* query.c: a query's local part by kind (0: pm_q_local_done follows,
 	 * else it is done), a query's stacks dropped, a hang's stack from
 	 * below (ANSWER of query 0), and procmgr stop/restart of a trial. */

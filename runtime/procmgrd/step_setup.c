@@ -26,6 +26,7 @@ const struct pm_step_hooks pm_step_hooks = {
 	.sweep_launch = pm_sweep_launch,
 	.sweep_fail = pm_sweep_fail,
 	.sweep_node_lost = pm_sweep_node_lost,
+	.sweep_takeover = pm_sweep_takeover,
 	.query_status = pm_query_status,
 	.query_stacks = pm_query_stacks,
 	.stacks_cancel = pm_stacks_cancel,

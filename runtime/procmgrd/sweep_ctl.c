@@ -20,10 +20,10 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 	struct pm_sweep_run *r = s->sweep;
 	char names[600] = "";
 	size_t off = 0;
-	int *aff, n, k, sl;
+	int *aff, n, k, sl, spare = -1;
 	struct pm_msg m;
 
-	if (!r || node < 0 || node >= s->nnodes || r->q.pack.lost[node])
+	if (!r || !r->gone || node < 0 || node >= s->nnodes || r->gone[node])
 		return 0;
 	if (r->ended)
 		return 1;
@@ -35,6 +35,13 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 	/* The ranks of its trials still running elsewhere keep their slots
 	 * (held) until each one's stop is answered. */
 	n = pm_sq_node_lost(&r->q, node, pm_now_ms(), aff, r->file.n, r->slot_live);
+	/* With spares, one joins the pool in its place (sweep_loss.h). */
+	if (pm_sweep_pool_gone(s, node))
+		spare = pm_sweep_pool_fill(s);
+	for (sl = node * r->L; sl < (node + 1) * r->L; sl++)
+		r->reclaim_slot[sl] = 0; /* a new root waits for it no more */
+	if (r->reclaim_left)
+		r->reclaim_left[node] = 0;
 	for (sl = node * r->L; sl < (node + 1) * r->L; sl++)
 		r->slot_live[sl] = 0; /* gone with the node: no end will come */
 	for (k = 0; k < n; k++) {
@@ -57,6 +64,9 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 	free(aff);
 	pm_log(s, "sweep: lost node %s (%s): %d trial%s requeued", s->names[node], why, n,
 	       n == 1 ? "" : "s");
+	if (spare >= 0)
+		pm_sweep_ev(s, "spare_joined", "\"node\":\"%s\",\"lost\":\"%s\",\"slots\":%d",
+			    s->names[spare], s->names[node], r->L);
 	pm_msg_init(&m, PM_MSG_PRINT);
 	if (n)
 		snprintf(m.text, sizeof(m.text), "procmgr: lost node %s (%.300s); its %d trial%s "
@@ -65,8 +75,15 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 	else
 		snprintf(m.text, sizeof(m.text), "procmgr: lost node %s (%.300s); no trial ran "
 			 "there, the sweep goes on on the other nodes", s->names[node], why);
+	if (spare >= 0) {
+		size_t l = strlen(m.text);
+		snprintf(m.text + l, sizeof(m.text) - l, "; spare %s's %d slots join the pool",
+			 s->names[spare], r->L);
+	}
 	m.text_len = (uint16_t)strlen(m.text);
 	pm_step_ops.send_rank(s, 0, &m);
+	if (!r->launched && pm_sweep_pool_complete(s))
+		pm_sweep_launch(s); /* a new root waited for that node's slots */
 	pm_sweep_schedule(s);
 	return 1;
 }
@@ -132,6 +149,7 @@ int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const ch
 		/* Failed ("stopped") now; the slots still running are held
 		 * until their ranks' ends come. */
 		pm_sq_stop(&r->q, i, pm_now_ms(), r->slot_live);
+		pm_sweep_journal_end(s, i);
 		/* A trial that holds no slots (queued, requeued) has no ranks
 		 * to stop: its slot_of_rank says nothing of slots. */
 		if (ran)

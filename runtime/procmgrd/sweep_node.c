@@ -13,14 +13,71 @@ static bool is_sweep(const struct pm_step *s)
 	return s->opts.sweep[0] != '\0';
 }
 
+/* A root that took over (sweep_loss.h) stops, on every node, the trials
+ * the old root started: TRIAL_STOP with node -1 and gen its attempt base,
+ * down the whole tree. Each slot answers once per base with a TRIAL_EXIT:
+ * its supervisor's end of the old attempt, or at once (gen 0) when none
+ * ran; the new root then gives the node's slots to its queue. */
+static void reclaim(struct pm_step *s, const struct pm_msg *m)
+{
+	struct pm_sweep_node *sn = s->sweep_node;
+	struct pm_msg out;
+	int lr;
+
+	if (!sn || m->gen <= sn->base)
+		return; /* said again (an adopted node, or by two parents) */
+	sn->base = m->gen;
+	pm_step_ops.send_down(s, m);
+	for (lr = 0; lr < s->ntasks_local; lr++) {
+		sn->has_pending[lr] = false;
+		if (sn->cur[lr] && sn->cur[lr] < m->gen && s->ranks[lr]) {
+			pm_msg_init(&out, PM_MSG_TRIAL_STOP);
+			out.gen = sn->cur[lr];
+			out.node = s->node;
+			out.status = lr;
+			sn->cur[lr] = 0;
+			pm_step_send(s, s->ranks[lr], &out); /* its end answers */
+			continue;
+		}
+		sn->cur[lr] = 0;
+		pm_msg_init(&out, PM_MSG_TRIAL_EXIT);
+		out.node = s->node;
+		out.rank = lr;
+		out.count = PM_FLAG_STOPPED;
+		if (s->gen.root) {
+			if (PM_HOOK(s, trial_exit))
+				PM_HOOK(s, trial_exit)(s, &out);
+		} else
+			pm_step_ops.send_up(s, &out);
+	}
+}
+
+void pm_sweep_node_adopted(struct pm_step *s, int node)
+{
+	struct pm_msg m;
+
+	if (!s->sweep_node || !s->sweep_node->base)
+		return;
+	pm_msg_init(&m, PM_MSG_TRIAL_STOP);
+	m.gen = s->sweep_node->base;
+	m.node = -1;
+	pm_step_ops.send_child(s, node, &m);
+}
+
 void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m)
 {
-	int n = m->node, p;
+	int n = m->node, p, idx;
 
+	if (n == -1 && m->type == PM_MSG_TRIAL_STOP) {
+		reclaim(s, m);
+		return;
+	}
 	if (n == s->node) {
 		int lrank = m->status;
 		if (lrank < 0 || lrank >= s->ntasks_local || !s->sweep_node)
 			return;
+		if (m->type == PM_MSG_TRIAL_START)
+			s->sweep_node->cur[lrank] = m->gen;
 		if (s->ranks[lrank]) {
 			pm_step_send(s, s->ranks[lrank], m);
 		} else if (m->type == PM_MSG_TRIAL_START) {
@@ -35,6 +92,19 @@ void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m)
 	/* The child of ours whose subtree holds node n. */
 	while (n > 0 && (p = pm_tree_parent(n, s->fanout)) != s->node)
 		n = p;
+	idx = n > 0 ? pm_gen_kid_index(&s->gen, n) : -1;
+	if (idx < 0 || idx >= s->children_cap || !s->children[idx]) {
+		/* Spares heal the tree: a node whose parent was lost went to
+		 * an ancestor of it, or to the root that took over. The
+		 * nearest ancestor of node that is our child now. */
+		for (n = m->node; n > 0 && n != s->node; n = pm_tree_parent(n, s->fanout)) {
+			idx = pm_gen_kid_index(&s->gen, n);
+			if (idx >= 0 && idx < s->children_cap && s->children[idx])
+				break;
+		}
+		if (n == s->node)
+			n = 0; /* not below us */
+	}
 	if (n > 0)
 		pm_step_ops.send_child(s, n, m);
 	else
@@ -57,7 +127,7 @@ int pm_sweep_node_child_msg(struct pm_step *s, const struct pm_msg *m)
 		return 0;
 	if (!is_sweep(s))
 		return 1;
-	if (s->node == 0) {
+	if (s->gen.root) {
 		if (PM_HOOK(s, trial_exit)) /* sweep_run.c */
 			PM_HOOK(s, trial_exit)(s, m);
 	} else
@@ -81,7 +151,7 @@ int pm_sweep_node_rank_msg(struct pm_step *s, int lrank, const struct pm_msg *m)
 	out.count = m->count | (m->type == PM_MSG_RANK_STOPPED ? PM_FLAG_STOPPED : 0);
 	if (m->type == PM_MSG_RANK_EXIT)
 		pm_msg_set_text(&out, m->text);
-	if (s->node == 0) {
+	if (s->gen.root) {
 		if (PM_HOOK(s, trial_exit))
 			PM_HOOK(s, trial_exit)(s, &out);
 	} else

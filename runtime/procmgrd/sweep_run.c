@@ -61,11 +61,6 @@ static int trial_check(const struct pm_sweep *f, int ntasks, char *err, size_t e
 
 int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 {
-	struct pm_sweep_run *r;
-	struct pm_sq_cfg cfg = { 0 };
-	int *ranks, i, dr = s->opts.trial_ranks ? (int)s->opts.trial_ranks : 1;
-	char dir[PATH_MAX + 8];
-
 	if (!s->opts.sweep[0])
 		return 0;
 	s->sweep_node = calloc(1, sizeof(*s->sweep_node));
@@ -73,10 +68,27 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 		goto oom;
 	s->sweep_node->pending = calloc((size_t)s->ntasks_local + 1, sizeof(struct pm_msg));
 	s->sweep_node->has_pending = calloc((size_t)s->ntasks_local + 1, sizeof(bool));
-	if (!s->sweep_node->pending || !s->sweep_node->has_pending)
+	s->sweep_node->cur = calloc((size_t)s->ntasks_local + 1, sizeof(uint32_t));
+	if (!s->sweep_node->pending || !s->sweep_node->has_pending || !s->sweep_node->cur)
 		goto oom;
 	if (s->node != 0)
 		return 0;
+	if (pm_sweep_root_init(s, err, errlen))
+		return -1;
+	pm_sweep_journal_open(s);
+	return 0;
+oom:
+	snprintf(err, errlen, "--procmgr-sweep: out of memory");
+	return -1;
+}
+
+int pm_sweep_root_init(struct pm_step *s, char *err, size_t errlen)
+{
+	struct pm_sweep_run *r;
+	struct pm_sq_cfg cfg = { 0 };
+	int *ranks, i, dr = s->opts.trial_ranks ? (int)s->opts.trial_ranks : 1;
+	char dir[PATH_MAX + 8];
+
 	if (s->ntasks != s->nnodes * s->ntasks_local) {
 		snprintf(err, errlen, "--procmgr-sweep needs the same number of tasks on every node "
 			 "(%d tasks on %d nodes, %d on this one): use --ntasks-per-node=N",
@@ -88,6 +100,7 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 		goto oom;
 	s->sweep = r;
 	r->due_w.fd = -1;
+	r->journal_fd = -1;
 	r->L = s->ntasks_local;
 	if (pm_sweep_read(s->opts.sweep, dr, s->ntasks, &r->file, err, errlen))
 		return -1;
@@ -145,6 +158,7 @@ void pm_sweep_run_free(struct pm_step *s)
 	if (s->sweep_node) {
 		free(s->sweep_node->pending);
 		free(s->sweep_node->has_pending);
+		free(s->sweep_node->cur);
 		free(s->sweep_node);
 		s->sweep_node = NULL;
 	}
@@ -154,6 +168,7 @@ void pm_sweep_run_free(struct pm_step *s)
 		pm_loop_del(s->loop, &r->due_w);
 		close(r->due_w.fd);
 	}
+	pm_sweep_journal_close(s);
 	if (r->q.t)
 		pm_sq_free(&r->q);
 	for (i = 0; r->fail_err && i < r->file.n; i++)
@@ -230,7 +245,7 @@ void pm_sweep_schedule(struct pm_step *s)
 	struct pm_sweep_run *r = s->sweep;
 	int start[START_BATCH], n, i;
 
-	if (r->ended || pm_gen_terminal(&s->gen))
+	if (r->ended || !r->launched || pm_gen_terminal(&s->gen))
 		return;
 	do {
 		n = pm_sq_schedule(&r->q, now(), start, START_BATCH);
@@ -257,8 +272,19 @@ void pm_sweep_launch(void *ctx)
 	struct pm_step *s = ctx;
 	struct pm_sweep_run *r = s->sweep;
 
-	if (!r)
+	if (!r || r->launched)
 		return;
+	/* A root that took over starts once its pool is (the reclaim's
+	 * answers, pm_sweep_reclaimed): a trial would find no room before. */
+	if (r->base && !pm_sweep_pool_complete(s))
+		return;
+	/* The pool: the spares out of it (sweep_journal.c); a root that took
+	 * over made it already. */
+	if (!r->gone && pm_sweep_pool_init(s, true)) {
+		r->launched = true;
+		pm_sweep_finish(s, 1, "procmgr: sweep: out of memory at the launch");
+		return;
+	}
 	r->launched = true;
 	r->t0 = now();
 	r->due_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_due, .arg = s };
@@ -308,6 +334,8 @@ static void trial_ended(struct pm_step *s, int i)
 		st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
 				 r->fail_err[i], now(), &delay);
 	r->restart_req[i] = false;
+	if (st == PM_TS_DONE || st == PM_TS_FAILED)
+		pm_sweep_journal_end(s, i);
 	pm_json_escape(r->fail_err[i] ? r->fail_err[i] : "", esc, sizeof(esc));
 	pm_sweep_ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
@@ -373,6 +401,13 @@ void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 	    m->rank >= r->L)
 		return;
 	slot = m->node * r->L + m->rank;
+	if (pm_sweep_reclaimed(s, slot, m->gen)) { /* a root that took over */
+		if (!r->launched && pm_sweep_pool_complete(s))
+			pm_sweep_launch(s);
+		else
+			pm_sweep_schedule(s);
+		return;
+	}
 	if (pm_sweep_held_exit(s, slot, m->gen))
 		return; /* a requeued or stopped trial's rank: the slot is free */
 	i = r->q.owner[slot];

@@ -32,6 +32,9 @@ void pm_sweep_run_free(struct pm_step *s);
 /* gen's ops (ctx is the step). */
 void pm_sweep_launch(void *ctx);
 void pm_sweep_fail(void *ctx, const struct pm_msg *m);
+/* sweep_takeover.c: this node took the root's place (with spares): the
+ * queue rebuilt from the trials file and the journal. */
+void pm_sweep_takeover(void *ctx);
 /* sweep_ctl.c: node is out of the step; its trials are requeued. */
 int pm_sweep_node_lost(void *ctx, int node, const char *why);
 /* procmgr stop/restart JOB.STEP --trial NAME, at the root (sweep_ctl.c),
@@ -60,6 +63,14 @@ void pm_sweep_status(struct pm_step *s, struct pm_q *q);
 struct pm_sweep_node {
 	struct pm_msg *pending; /* by local rank */
 	bool *has_pending;
+	/* A root that took over (sweep_loss.h): by local rank, the attempt of
+	 * the last TRIAL_START handed to it (0: none), and the new root's
+	 * attempt base once its reclaim reached this node (0: none). */
+	uint32_t *cur;
+	uint32_t base;
 };
+/* sweep_node.c: a node adopted as our child after a root took over gets
+ * the reclaim too (it may have missed it). */
+void pm_sweep_node_adopted(struct pm_step *s, int node);
 
 #endif

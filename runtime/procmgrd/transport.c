@@ -297,6 +297,14 @@ static int sweep_node_lost(void *ctx, int node, const char *why)
 						     : 0;
 }
 
+static void sweep_takeover(void *ctx)
+{
+	struct pm_step *s = ctx;
+
+	if (s->hooks && s->hooks->sweep_takeover)
+		s->hooks->sweep_takeover(ctx);
+}
+
 static uint64_t now_ms(void *ctx)
 {
 	(void)ctx;
@@ -321,6 +329,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.sweep_launch = sweep_launch,
 	.sweep_fail = sweep_fail,
 	.sweep_node_lost = sweep_node_lost,
+	.sweep_takeover = sweep_takeover,
 };
 
 

@@ -5,6 +5,7 @@
  * parent are queued until it proved itself. Frames are fed to the state
  * machine. */
 #include "step.h"
+#include "sweep_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,8 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		pm_gen_child_joined(&s->gen, m->node);
 		if (idx < s->nchildren)
 			pm_step_child_seen(s, idx);
+		else /* a sweep's new root: it may have missed the reclaim */
+			pm_sweep_node_adopted(s, m->node);
 	}
 }
 

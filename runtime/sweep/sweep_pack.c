@@ -180,3 +180,13 @@ void pm_pack_node_lost(struct pm_pack *p, int node)
 	p->free_total -= p->nfree[node];
 	p->usable_nodes--;
 }
+
+void pm_pack_node_join(struct pm_pack *p, int node)
+{
+	if (node < 0 || node >= p->nodes || !p->lost[node])
+		return;
+	p->lost[node] = false;
+	link_node(p, node);
+	p->free_total += p->nfree[node];
+	p->usable_nodes++;
+}

@@ -53,6 +53,9 @@ void pm_pack_release(struct pm_pack *p, int ranks, const int *slot_of_rank);
 /* The node is gone: none of its slots is chosen again. Trials on it are
  * the caller's (the queue requeues them and releases their slots). */
 void pm_pack_node_lost(struct pm_pack *p, int node);
+/* A node out of use (a spare kept out with pm_pack_node_lost) joins: its
+ * free slots are chosen again. */
+void pm_pack_node_join(struct pm_pack *p, int node);
 static inline int pm_pack_node_of(const struct pm_pack *p, int slot)
 {
 	return slot / p->slots;

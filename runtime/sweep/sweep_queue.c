@@ -488,3 +488,27 @@ bool pm_sq_finished(const struct pm_sq *q)
 {
 	return q->count[DN] + q->count[FL] == q->n;
 }
+
+/* sweep_loss.h: a root that took over gives a trial the end its journal
+ * says, before anything starts. Outside the table: no event of a trial's
+ * life leads from QUEUED to DONE, only the record of one. */
+int pm_sq_recovered(struct pm_sq *q, int i, enum pm_ts state, int exit_code, int restarts,
+		    int requeues, uint64_t runtime_ms, const char *error, uint64_t now_ms)
+{
+	struct pm_sq_trial *t;
+
+	if (i < 0 || i >= q->n || q->t[i].state != Q || (state != DN && state != FL))
+		return -1;
+	t = &q->t[i];
+	wait_unlink(q, i);
+	q->count[Q]--;
+	q->count[state]++;
+	t->state = state;
+	t->exit_code = exit_code;
+	t->restarts = restarts;
+	t->requeues = requeues;
+	t->end_ms = now_ms;
+	t->first_start_ms = now_ms >= runtime_ms ? now_ms - runtime_ms : 0;
+	set_error(t, error && *error ? error : NULL);
+	return 0;
+}

@@ -147,5 +147,10 @@ int pm_sq_unhold(struct pm_sq *q, int slot);
 uint64_t pm_sq_next_due(const struct pm_sq *q);
 /* Every trial is DONE or FAILED. */
 bool pm_sq_finished(const struct pm_sq *q);
+/* A root that took over (sweep_loss.h): QUEUED trial i gets the end the
+ * journal says (state PM_TS_DONE or PM_TS_FAILED, its runtime up to
+ * now_ms). 0, or -1 if it was not QUEUED or state is no end. */
+int pm_sq_recovered(struct pm_sq *q, int i, enum pm_ts state, int exit_code, int restarts,
+		    int requeues, uint64_t runtime_ms, const char *error, uint64_t now_ms);
 
 #endif

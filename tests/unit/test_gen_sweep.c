@@ -163,6 +163,27 @@ static void test_lost_leaf_goes_to_the_sweep(void **state)
 	done(w);
 }
 
+/* With spares the subtree finds another parent: only the node goes to the
+ * sweep (its spare joins there), and the machine replaces nothing. */
+static void test_spares_only_the_node(void **state)
+{
+	struct world *w = root(2, true);
+
+	(void)state;
+	pm_gen_child_lost(&w->g, 2, "connection closed");
+	assert_int_equal(w->nlost, 1);
+	assert_int_equal(w->lost[0], 2);
+	assert_true(pm_gen_excluded(&w->g, 2));
+	assert_false(pm_gen_excluded(&w->g, 5) || pm_gen_excluded(&w->g, 6));
+	assert_false(pm_gen_terminal(&w->g));
+	assert_int_equal(w->aborts, 0);
+	assert_null(strstr(w->events, "node_replaced"));
+	assert_null(strstr(w->events, "start{"));
+	assert_non_null(strstr(w->events, "\"node\":\"n2\",\"reason\":\"connection closed\","
+				"\"sweep\":\"requeue\""));
+	done(w);
+}
+
 static void test_lost_before_launch_ends_the_step(void **state)
 {
 	struct world *w = root(0, false);
@@ -193,6 +214,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lost_leaf_goes_to_the_sweep),
+		cmocka_unit_test(test_spares_only_the_node),
 		cmocka_unit_test(test_lost_before_launch_ends_the_step),
 		cmocka_unit_test(test_without_the_op_the_step_ends),
 	};

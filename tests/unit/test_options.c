@@ -1473,7 +1473,8 @@ static void test_sweep(void **state)
 		assert_string_equal(back.sweep, o.sweep);
 		assert_int_equal(back.trial_ranks, o.trial_ranks);
 	}
-	/* trial-ranks alone, and a sweep with spares, are refused. */
+	/* trial-ranks alone is refused; a sweep takes spares, without
+	 * restarts too (its trials have their own policy). */
 	pm_opts_init(&o);
 	opt_ok(&o, "trial-ranks", "2");
 	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), -1);
@@ -1482,8 +1483,17 @@ static void test_sweep(void **state)
 	opt_ok(&o, "sweep", "/t");
 	opt_ok(&o, "restart", "on-failure");
 	opt_ok(&o, "spares", "1");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	assert_int_equal(r.spares, 1);
+	pm_opts_init(&o);
+	opt_ok(&o, "sweep", "/t");
+	opt_ok(&o, "spares", "2");
+	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), 0);
+	/* A step without a sweep still needs restarts for its spares. */
+	pm_opts_init(&o);
+	opt_ok(&o, "spares", "2");
 	assert_int_equal(pm_opts_resolve(&r, &site_cf, NULL, &o, err, sizeof(err)), -1);
-	contains(err, "cannot be combined");
+	contains(err, "needs restarts");
 }
 
 static void test_site_unknown(void **state)

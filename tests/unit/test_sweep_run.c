@@ -181,6 +181,12 @@ static bool three_run(void *arg)
 	return sups[0].pid && sups[1].pid && sups[2].pid;
 }
 
+static bool three_run_spare(void *arg)
+{
+	(void)arg;
+	return sups[0].pid && sups[2].pid;
+}
+
 static bool said_lost(void *arg)
 {
 	return sup_said(&sups[0], (const char *)arg);
@@ -246,6 +252,116 @@ static void test_node_lost(void **state)
 	has(ev, "\"event\":\"node_lost\",\"gen\":0,\"node\":\"127.0.0.2\"");
 	has(ev, "\"sweep\":\"requeue\"");
 	has(ev, "\"event\":\"trial_stop_requested\",\"trial\":\"solo\"");
+}
+
+static bool two_run(void *arg)
+{
+	(void)arg;
+	return sups[0].pid && sups[1].pid;
+}
+
+/* Three nodes of one slot, the last a spare: it runs nothing until node 1
+ * is lost; then its slot joins the pool and the requeued trial runs there,
+ * not charged a restart. */
+static void test_spare_joins(void **state)
+{
+	char text[512], *res, *ev;
+	(void)state;
+
+	snprintf(text, sizeof(text),
+		 "[a] while [ ! -e %s/go ]; do sleep 0.05; done\n"
+		 "[b] while [ ! -e %s/go ]; do sleep 0.05; done\n", sweep_dir, sweep_dir);
+	sweep_spares = 1;
+	sweep_up(3, 2, 1, text);
+	assert_true(pm_pump(&loop, two_run, NULL, 5000));
+	assert_int_equal(sups[2].starts, 0);
+	node_down(&nodes[1]);
+	assert_true(pm_pump(&loop, said_lost, "procmgr: lost node 127.0.0.2", 5000));
+	said(&sups[0], "spare 127.0.0.3's 1 slots join the pool");
+	assert_true(pm_pump(&loop, three_run_spare, NULL, 5000));
+	snprintf(text, sizeof(text), "%s/go", sweep_dir);
+	fclose(fopen(text, "w"));
+	ended_with(0);
+	assert_int_equal(sups[2].starts, 1);
+	res = sweep_read("trials.results");
+	/* Not charged a restart. */
+	has(res, "a\tdone\t0\t0\t");
+	has(res, "b\tdone\t0\t0\t");
+	ev = sweep_read("events");
+	has(ev, "\"event\":\"spare_joined\",\"node\":\"127.0.0.3\",\"lost\":\"127.0.0.2\"");
+	/* The journal has both ends. */
+	res = sweep_read("trials.journal");
+	line_has(res, "a\tdone\t0\t", "\t", "\t");
+	line_has(res, "b\tdone\t0\t", "\t", "\t");
+}
+
+static bool q_ended_ab_run(void *arg)
+{
+	char *j = sweep_read("trials.journal");
+	bool ok = j && strstr(j, "q\tdone") && sups[0].pid && sups[1].pid;
+
+	(void)arg;
+	return ok;
+}
+
+static bool took_over(void *arg)
+{
+	return sup_said(&sups[1], (const char *)arg);
+}
+
+/* a and b run again under the new root: on node 1 and the spare. */
+static bool ab_again(void *arg)
+{
+	(void)arg;
+	return sups[1].pid && sups[2].pid && sups[1].gen >= (1u << 24) &&
+	       sups[2].gen >= (1u << 24);
+}
+
+static bool new_root_over(void *arg)
+{
+	(void)arg;
+	return pm_gen_terminal(&nodes[1].s.gen);
+}
+
+/* Three nodes of one slot, the last a spare; q ends (the journal has it),
+ * a and b run; the root is lost. Node 1 takes its place, rebuilds the
+ * queue from the trials file and the journal: q is not run again, a (or
+ * b) on node 1 is stopped and both run again, on node 1 and the spare,
+ * with attempts above the old root's; the results are complete. */
+static void test_root_lost_takeover(void **state)
+{
+	char text[512], *res, *j;
+	(void)state;
+
+	snprintf(text, sizeof(text),
+		 "[q] true\n"
+		 "[a] while [ ! -e %s/go ]; do sleep 0.05; done\n"
+		 "[b] while [ ! -e %s/go ]; do sleep 0.05; done\n", sweep_dir, sweep_dir);
+	sweep_spares = 1;
+	sweep_up(3, 2, 1, text);
+	assert_true(pm_pump(&loop, q_ended_ab_run, NULL, 5000));
+	assert_int_equal(sups[2].starts, 0);
+	node_down(&nodes[0]);
+	assert_true(pm_pump(&loop, took_over, "procmgr: the sweep's root 127.0.0.1 was lost; "
+			    "127.0.0.2 took its place: 1 of 3 trials had ended", 10000));
+	if (!pm_pump(&loop, ab_again, NULL, 10000))
+		fail_msg("sup1 pid %d gen %u starts %d stops %d exits %d; sup2 pid %d gen %u starts %d "
+			 "stops %d exits %d", (int)sups[1].pid, sups[1].gen, sups[1].starts,
+			 sups[1].stops, sups[1].exits, (int)sups[2].pid, sups[2].gen,
+			 sups[2].starts, sups[2].stops, sups[2].exits);
+	snprintf(text, sizeof(text), "%s/go", sweep_dir);
+	fclose(fopen(text, "w"));
+	assert_true(pm_pump(&loop, new_root_over, NULL, 10000));
+	assert_int_equal(nodes[1].s.gen.end_msg.type, PM_MSG_FINISH);
+	said(&sups[1], "procmgr: sweep of 3 trials: 3 done, 0 failed");
+	res = sweep_read("trials.results");
+	has(res, "q\tdone\t0\t0\t");
+	has(res, "a\tdone\t0\t0\t");
+	has(res, "b\tdone\t0\t0\t");
+	j = sweep_read("trials.journal");
+	has(j, "#root 1\n");
+	/* q once: before the mark only. */
+	assert_null(strstr(strstr(j, "#root 1\n"), "q\t"));
 }
 
 static bool both_run(void *arg)
@@ -432,6 +548,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_done, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_on_failure, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost, sweep_setup, sweep_teardown),
+		cmocka_unit_test_setup_teardown(test_spare_joins, sweep_setup, sweep_teardown),
+		cmocka_unit_test_setup_teardown(test_root_lost_takeover, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_hung_and_no_results, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_supervisor_lost, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_cancelled, sweep_setup, sweep_teardown),

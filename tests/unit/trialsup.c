@@ -225,6 +225,7 @@ const char *sup_trial(const struct sup *u)
 char sweep_dir[64];
 struct sup sups[8];
 int sweep_restarts;
+int sweep_spares;
 static int slots_per_node, nn_up;
 
 static void sweep_opts(struct pm_step *s)
@@ -243,6 +244,7 @@ int sweep_setup(void **state)
 	if (!mkdtemp(sweep_dir))
 		return -1;
 	memset(sups, 0, sizeof(sups));
+	sweep_spares = 0;
 	sweep_restarts = 0;
 	nn_up = 0;
 	return setup(state);
@@ -289,7 +291,7 @@ void sweep_up(int nn, int fanout, int L, const char *text)
 	node_tweak = sweep_opts;
 	slots_per_node = L;
 	for (i = 0; i < nn; i++) {
-		node_up(i, nn, fanout, L, 0, 0, true);
+		node_up(i, nn, fanout, L, (unsigned)sweep_spares, 0, true);
 		nn_up = i + 1;
 		if (pm_sweep_run_init(&nodes[i].s, err, sizeof(err)))
 			fail_msg("pm_sweep_run_init: %s", err);

@@ -38,6 +38,7 @@ struct sup {
 
 extern char sweep_dir[64];   /* the test's own directory: trials file, results, log */
 extern struct sup sups[8];   /* by slot: node * L + local rank */
+extern int sweep_spares;     /* --procmgr-spares of the next sweep_up */
 extern int sweep_restarts;   /* 0: never; N: on-failure, at most N, 1 ms apart */
 
 /* cmocka's setup and teardown around stepnet's: a fresh directory; every
