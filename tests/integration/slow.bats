@@ -2,13 +2,13 @@
 # Slow nodes (--procmgr-slow, --procmgr-evict-slow): a DDP job
 # (examples/ddp_train.py, heartbeats with the step and its compute time)
 # where one node is slowed for real: every node of the testbed has a cgroup
-# of its own with the same CPU quota (tests/cluster/cpu-quota: 0.4 CPU, its
+# of its own with the same CPU quota (tests/cluster/cpu-quota: 0.3 CPU, its
 # slurmd and so all its jobs' processes in it; ranks with one thread and
 # unbound), and the slowed node's quota is halved (2x) once training runs.
 # Summaries every 4 s and a 40% threshold (bench/README.md, Slow nodes).
 load helpers
 
-CPUS=0.4
+CPUS=0.3
 SLOW=(--procmgr-slow=4s,40%)
 TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --ckpt-every 20)
 # Slurm's task affinity would put every node's rank on core 0: the quotas
@@ -49,7 +49,8 @@ training() {
 # detector has a baseline, as a node slowed in the middle of a job).
 throttle() {
 	wait_until 240 training || return 1
-	"$CQ" set "$1" "$(echo "scale=3; $CPUS / 2" | bc)"
+	# (errexit is off in a function called before ||)
+	"$CQ" set "$1" "$(awk -v c="$CPUS" 'BEGIN { printf "%.3f", c / 2 }')" || return 1
 	echo "$1" >"$W/throttled"
 	date +%s.%N >"$W/throttle.t0"
 }
