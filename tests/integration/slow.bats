@@ -10,10 +10,13 @@ load helpers
 
 CPUS=0.3
 SLOW=(--procmgr-slow=4s,40%)
-TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --ckpt-every 20)
-# Slurm's task affinity would put every node's rank on core 0: the quotas
-# are CPU time on any core.
-SRUN=(srun --cpu-bind=none)
+# Width 2048: ~20 ms of CPU per step, so that a step's compute time is
+# mostly the node's quota and not this machine's other work.
+TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 2048 --batch 512 --ckpt-every 20)
+# Slurm's task affinity would pin every node's rank to core 0 (1 CPU of 2
+# allocated, even with --cpu-bind=none): with both CPUs of each node the
+# ranks run on either core, and the quotas are CPU time on any core.
+SRUN=(srun --cpus-per-task=2 --cpu-bind=none)
 CQ=$top/tests/cluster/cpu-quota
 
 setup_file() {
@@ -79,7 +82,7 @@ show() {
 	needs_torch
 	OMP_NUM_THREADS=1 timeout 300 "${SRUN[@]}" --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
 		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
-		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 || rc=$?
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 300 >"$W/out" 2>&1 || rc=$?
 	show
 	[ "${rc:-0}" = 0 ]
 	[ -n "$(loss "$W/out")" ]
@@ -125,7 +128,7 @@ show() {
 	[ -s "$BATS_FILE_TMPDIR/loss" ] || skip "needs the reference run (the first test)"
 	OMP_NUM_THREADS=1 timeout 300 "${SRUN[@]}" --no-kill -N4 --ntasks-per-node=1 --procmgr-spares=1 \
 		--procmgr-restart=on-failure:2 --procmgr-grace=5 "${SLOW[@]}" --procmgr-evict-slow \
-		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 250 >"$W/out" 2>&1 &
+		--procmgr-verbose "${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 300 >"$W/out" 2>&1 &
 	local pid=$!
 	throttle 2 || { show; false; }
 	wait $pid || rc=$?
