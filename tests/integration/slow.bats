@@ -12,7 +12,10 @@ CPUS=0.3
 SLOW=(--procmgr-slow=4s,40%)
 # Width 1024: at 2048 the example's 3 replicas ended with different losses
 # (rc 3, bench/README.md), and the eviction test compares the loss.
-TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --ckpt-every 20)
+# --state-every 0: a state saved into procmgr every step costs a rank more
+# CPU than its step's compute, from the same quota, and throttled the
+# compute at random (the restart resumes from the disk's checkpoints).
+TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --ckpt-every 20 --state-every 0)
 # Slurm's task affinity would pin every node's rank to core 0 (1 CPU of 2
 # allocated, even with --cpu-bind=none): with both CPUs of each node the
 # ranks run on either core, and the quotas are CPU time on any core.
