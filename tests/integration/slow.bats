@@ -49,7 +49,7 @@ needs_torch() {
 training() {
 	local job
 	job=$(squeue -h -o %i | head -n 1)
-	[ -n "$job" ] && [ "$(grep -c "slow interval .*=c:.*=c:.*=c:" "$STATE/$job/0.0.log" 2>/dev/null)" -ge 2 ]
+	[ -n "$job" ] && [ "$(grep -c "slow interval .*=c:.*=c:.*=c:" "$STATE/$job/0.0.log" 2>/dev/null || echo 0)" -ge 2 ]
 }
 # Slow node I 3x: its quota a third, once training runs (so that the
 # detector has a baseline, as a node slowed in the middle of a job). 2x was
