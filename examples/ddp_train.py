@@ -59,6 +59,7 @@ import datetime
 import glob
 import io
 import json
+import math
 import os
 import signal
 import sys
@@ -270,7 +271,9 @@ def main():
     ap.add_argument("--ckpt-dir", required=True)
     ap.add_argument("--ckpt-every", type=int, default=10)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--lr", type=float, default=None,
+                    help="SGD's learning rate (default 0.05, scaled down as 1024/width "
+                         "above width 1024: at 0.05 a width of 2048 diverges)")
     ap.add_argument("--timings", metavar="FILE",
                     help="append when each start-up phase ended (JSON lines)")
     ap.add_argument("--state-every", type=int, default=1, metavar="N",
@@ -283,6 +286,8 @@ def main():
                     help="heartbeat with the step only (procmgr's slow-node detector "
                          "then judges by the heartbeats' phase)")
     args = ap.parse_args()
+    if args.lr is None:
+        args.lr = 0.05 * min(1.0, 1024 / args.width)
     t = {"event": "start", "exec": process_start(), "main": T_MAIN, "imported": time.time()}
     # The program's expensive start-up is done: with warm generations a
     # process started ahead of time waits here for its generation.
@@ -392,6 +397,12 @@ def main():
     dist.all_reduce(hi, op=dist.ReduceOp.MAX)
     dist.all_reduce(lo, op=dist.ReduceOp.MIN)
     if rank == 0:
+        # NaN equals nothing, itself included: a diverged run is said as
+        # such, not as replicas that differ.
+        if not (math.isfinite(hi.item()) and math.isfinite(lo.item())):
+            log(f"training diverged: the final loss is {lo.item()!r} to {hi.item()!r} "
+                f"(--width {args.width} at --lr {args.lr}: lower --lr)")
+            sys.exit(4)
         if hi.item() != lo.item():
             log(f"replicas differ: {lo.item()!r} to {hi.item()!r}")
             sys.exit(3)

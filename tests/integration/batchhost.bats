@@ -37,14 +37,14 @@ batch_host_is() { scontrol show job "$1" 2>/dev/null | grep -q "BatchHost=$2\b";
 not_running() { [ -z "$(squeue -h -j "$1" -t RUNNING)" ]; }
 # Job $1 holds no node but $2 (or none: it is gone).
 only_holds() { [ -z "$(squeue -h -j "$1" -o %N 2>/dev/null | grep -vx "$2")" ]; }
-all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]; }
+all_idle() { nodes_idle 4; }
 
 # The crashed node back for the next test: its slurmd again, resumed.
 revive() {
 	local i pid
 	for i in $(cat "$W/crashed" 2>/dev/null); do
 		pid=$(cat "$PM_TESTBED_DIR/slurmd-$P$i.pid" 2>/dev/null) || true
-		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		if [ -z "$pid" ] || ! alive "$pid"; then
 			slurmd -N "$P$i" -f "$SLURM_CONF"
 		fi
 	done

@@ -63,6 +63,17 @@ wait_until() {
 	done
 }
 
+# A process that runs: kill -0 alone is true of a zombie too (a killed
+# slurmd not yet reaped looks alive, and would not be started again).
+alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $st != Z* ]]; }
+
+# N nodes idle with nothing of a job on them: "completing" is idle to
+# sinfo -t idle, and a job still completing holds its nodes from the next.
+nodes_idle() {
+	[ "$(sinfo -h -N -o '%N %T' | sort -u | awk '$2 == "idle"' | wc -l)" = "$1" ] &&
+		[ -z "$(squeue -h -o %i)" ]
+}
+
 as_user() { runuser -u nobody -- "$@"; }
 
 # Lines of the worker log matching all given words.

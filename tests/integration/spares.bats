@@ -64,7 +64,7 @@ revive() {
 	done
 	for ((i = 0; i < N; i++)); do
 		pid=$(slurmd_of $i 2>/dev/null) || true
-		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [[ "$(ps -o stat= -p "$pid")" == T* ]]; then
+		if [ -z "$pid" ] || ! alive "$pid" || [[ "$(ps -o stat= -p "$pid")" == T* ]]; then
 			kill -CONT "$pid" 2>/dev/null || true
 			kill -9 "$pid" 2>/dev/null || true
 			slurmd -N "$PM_TESTBED_PREFIX$((i + 1))" -f "$SLURM_CONF"
@@ -73,7 +73,7 @@ revive() {
 	scontrol update nodename="$PM_TESTBED_PREFIX[1-$N]" state=resume 2>/dev/null || true
 	wait_until 60 all_idle
 }
-all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = $N ]; }
+all_idle() { nodes_idle $N; }
 
 teardown() {
 	local i

@@ -19,14 +19,14 @@ crash() {
 	echo "$1" >>"$W/crashed"
 	kill -9 $pids 2>/dev/null || true # some exit as their parents die
 }
-all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]; }
+all_idle() { nodes_idle 4; }
 # The crashed node back for the next test: its slurmd again, resumed.
 revive() {
 	local i pid
 	[ -e "$W/crashed" ] || return 0
 	for i in $(cat "$W/crashed"); do
 		pid=$(cat "$PM_TESTBED_DIR/slurmd-$P$i.pid" 2>/dev/null) || true
-		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		if [ -z "$pid" ] || ! alive "$pid"; then
 			slurmd -N "$P$i" -f "$SLURM_CONF"
 		fi
 	done

@@ -32,12 +32,12 @@ crash() {
 	echo "$1" >>"$W/crashed"
 	kill -9 $pids 2>/dev/null || true # some exit as their parents die
 }
-all_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = $N ]; }
+all_idle() { nodes_idle $N; }
 revive() {
 	local i pid
 	for ((i = 0; i < N; i++)); do
 		pid=$(cat "$PM_TESTBED_DIR/slurmd-$PM_TESTBED_PREFIX$((i + 1)).pid" 2>/dev/null) || true
-		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		if [ -z "$pid" ] || ! alive "$pid"; then
 			slurmd -N "$PM_TESTBED_PREFIX$((i + 1))" -f "$SLURM_CONF"
 		fi
 	done
@@ -75,8 +75,10 @@ sweep() { # srun options...
 
 show() {
 	echo "--- srun:"; cat "$W/out" 2>/dev/null
-	echo "--- journal:"; cat "$W/trials.txt.journal" 2>/dev/null
+	echo "--- journal:"; cat "$W/trials.txt.journal" 2>/dev/null || true
 	echo "--- procmgrd:"; cat "$STATE"/*/0.*.log 2>/dev/null | grep -i sweep | tail -n 40 || true
+	echo "--- squeue, sinfo:"; squeue -h -o '%i %T %R %N' 2>&1; sinfo -h -N -o '%N %T %E' 2>&1 | sort -u
+	scontrol show job 2>&1 | grep -E 'JobId|JobState|NodeList|Reason' || true
 }
 
 @test "sweep, spares: the spares run nothing until a node is lost; its trials requeued, a spare's slots join the pool, all complete once" {
