@@ -19,6 +19,10 @@ trial by trial, each timed per step over --steps steps:
   procmgr_copied  procmgr.save(..., wait=False) after the optimizer and its
                 copied() at once (the loop blocked for the copy only; the
                 hand-over in the background, waited for before the next save)
+  procmgr_map, procmgr_copied_map
+                procmgr and procmgr_copied with PROCMGR_STATE_PREPARE=map
+                (the next file mapped and every page touched ahead, instead
+                of only allocated)
   torch_save    torch.save to a local file after the optimizer
 The cost of a way is the median over trials of its step time minus none's in
 the same trial; the figure is that cost over memcpy's (the issue's aim: at
@@ -49,6 +53,7 @@ def main():
     ap.add_argument("--trials", type=int, default=7)
     ap.add_argument("--work", type=int, default=384, help="matrix side of the compute")
     ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--ways", default="", help="comma-separated subset (none and memcpy always)")
     a = ap.parse_args()
     if not procmgr.state.available():
         print("loop_cost: run it under srun --procmgr (no PROCMGR_STATE_SOCK)", file=sys.stderr)
@@ -72,14 +77,17 @@ def main():
         params.mul_(0.9999)
 
     def after(way, step):
+        os.environ["PROCMGR_STATE_PREPARE"] = "map" if way.endswith("_map") else "1"
         if way == "memcpy":
             dst.copy_(params)
         elif way == "procmgr":
             procmgr.save("loop", buf, step=step)
         elif way == "procmgr_bg":
             pending[0] = procmgr.save("loop_bg", buf, step=step, wait=False)
-        elif way == "procmgr_copied":
-            pending[0] = procmgr.save("loop_c", buf, step=step, wait=False)
+        elif way == "procmgr_map":
+            procmgr.save("loop_map", buf, step=step)
+        elif way in ("procmgr_copied", "procmgr_copied_map"):
+            pending[0] = procmgr.save(way, buf, step=step, wait=False)
             pending[0].copied()
         elif way == "torch_save":
             torch.save(params, path)
@@ -89,7 +97,10 @@ def main():
             pending[0].wait()
             pending[0] = None
 
-    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "procmgr_copied", "torch_save"]
+    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "procmgr_copied", "procmgr_map",
+            "procmgr_copied_map", "torch_save"]
+    if a.ways:
+        ways = [w for w in ways if w in ("none", "memcpy") or w in a.ways.split(",")]
     print("# load average %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     res = {w: [] for w in ways}
     print("way trial step_median_s")

@@ -85,17 +85,22 @@ def _nbytes(buffer):
 
 
 # The next version's memory file of each name, made ready in the background
-# after a save (name -> _Prepared), so that the next save is one memcpy
-# into resident, mapped pages. Where a save's time went beyond the copy
-# (bench/state/save_ways.py, bench/README.md "State in memory"): a fresh
-# file's pages are allocated and zeroed on first touch, and the first write
-# through a mapping of even an allocated, populated file costs more than
-# the copy itself (a fault per 4 KiB page, taken on the host too in a VM).
-# So the prepare thread allocates the file (fallocate), maps it writable
-# with MAP_POPULATE and writes every page once; the save copies into that
-# mapping, unmaps it (procmgrd's seal refuses a file still mapped
-# writable) and hands it over. It is this process's own memory: one more
-# copy of each saved name while the rank runs, gone with the process.
+# after a save (name -> _Prepared), so that the next save only copies.
+# Where a save's time went beyond the copy (bench/state/save_ways.py and
+# loop_cost.py, bench/README.md "State in memory"): a fresh file's pages are
+# allocated and zeroed, and a page's first touch through a mapping is a
+# fault, taken on the host too in a VM (here ~12 us per 4 KiB page, for
+# anonymous memory as well: 50 times the copy). So by default the prepare
+# thread allocates the file's pages in the kernel (fallocate: no faults)
+# and the save writes into them with pwrite. PROCMGR_STATE_PREPARE=map
+# also maps the file and writes every page once ahead, so that the save is
+# a memcpy into mapped pages, then unmaps it (procmgrd's seal refuses a
+# file still mapped writable): cheaper per save where faults are cheap or
+# shared memory has huge pages, but the touch is a full copy's faults per
+# save, in the background, which a training loop on few cores pays for
+# (loop_cost.py: 29-31 times a memcpy's cost per step at 64 MiB on this
+# VM, against 4 with the default). Either way it is this process's own
+# memory: one more copy of each saved name while the rank runs.
 _prepared = {}
 
 
@@ -106,6 +111,7 @@ class _Prepared:
         self.fd = -1
         self.map = None
         self.error = None
+        self.mode = _prepare_mode()  # as the save was asked, not as later
         self.thread = threading.Thread(target=self._run, args=(name,),
                                        name="procmgr-prepare", daemon=True)
         self.thread.start()
@@ -117,7 +123,8 @@ class _Prepared:
             os.ftruncate(fd, self.size)
             if self.size:
                 os.posix_fallocate(fd, 0, self.size)
-                self.map = _touched_map(fd, self.size)
+                if self.mode == "map":
+                    self.map = _touched_map(fd, self.size)
             self.fd, fd = fd, -1
         except (OSError, ValueError) as e:
             self.error = e
@@ -173,8 +180,14 @@ def _touched_map(fd, size):
     return m
 
 
+def _prepare_mode():
+    """PROCMGR_STATE_PREPARE: "0" none, "map" allocated, mapped and
+    touched, anything else (the default) allocated only."""
+    return os.environ.get("PROCMGR_STATE_PREPARE", "1")
+
+
 def _prepare_wanted():
-    return os.environ.get("PROCMGR_STATE_PREPARE", "1") != "0"
+    return _prepare_mode() != "0"
 
 
 def _take_prepared(name, size):
@@ -336,18 +349,18 @@ def save(name, buffer, step=0, prepare=None, wait=True, _copied=None):
     old a restored version is and how many steps a failure lost.
 
     prepare (default: True unless PROCMGR_STATE_PREPARE=0): after the save,
-    allocate, map and touch the next version's memory file in a background
-    thread, so that
-    the next save of name is one copy into memory already there. It costs
-    one more copy of name's size in this process's memory.
+    allocate the next version's memory file in a background thread (with
+    PROCMGR_STATE_PREPARE=map also map it and write every page once), so
+    that the next save of name is one copy into memory already there. It
+    costs one more copy of name's size in this process's memory.
 
     wait=False: the copy and the hand-over run in a background thread and
     save returns a Saving at once; the training step goes on (a forward and
     backward pass read the parameters, they do not change them) and calls
     its wait() before anything changes buffer (before optimizer.step); or
     its copied(), which returns once the bytes are copied, and leaves the
-    hand-over (the unmap of the prepared mapping, procmgrd's seal: together
-    about as long as the copy) to the background thread. A process that
+    hand-over (procmgrd's seal, and with PROCMGR_STATE_PREPARE=map the
+    unmap of the prepared mapping) to the background thread. A process that
     ends before wait() returned may lose that version; the previous one
     stays.
 

@@ -97,12 +97,17 @@ def ino(fd):
     return st.st_dev, st.st_ino
 
 
-class PreparedSave(unittest.TestCase):
+class _SaveCases:
+    """Every save's rules, run with each way of preparing the next file
+    (MODE: PROCMGR_STATE_PREPARE)."""
+    MODE = "1"
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         path = os.path.join(self.dir.name, "state.sock")
         self.server = FakeStateServer(path)
-        self.env = mock.patch.dict(os.environ, {"PROCMGR_STATE_SOCK": path})
+        self.env = mock.patch.dict(os.environ, {"PROCMGR_STATE_SOCK": path,
+                                                "PROCMGR_STATE_PREPARE": self.MODE})
         self.env.start()
         state._drop()
 
@@ -135,24 +140,7 @@ class PreparedSave(unittest.TestCase):
         # The first version is untouched by the second save.
         self.assertEqual(self.server.content(0), b"a" * 100000)
 
-    def test_the_prepared_file_is_mapped_and_touched_ahead(self):
-        # The save is then a copy into pages already there and mapped: the
-        # prepare thread wrote every page once (its blocks are allocated and
-        # the mapping is open), and the save leaves no writable mapping
-        # (the double seals F_SEAL_WRITE as procmgrd does: EBUSY otherwise).
-        state.save("t", bytearray(b"a" * 300000))
-        p = state._prepared["t"]
-        p.thread.join()
-        self.assertIsNone(p.error)
-        self.assertIsNotNone(p.map)
-        self.assertEqual(len(p.map), 300000)
-        self.assertEqual(p.map[:4096], b"\0" * 4096)
-        self.assertGreaterEqual(os.fstat(p.fd).st_blocks * 512, 300000)
-        state.save("t", bytearray(b"b" * 300000))
-        self.assertEqual(self.server.content(1), b"b" * 300000)
-        self.assertTrue(p.map is None and p.fd == -1)
-
-    def test_read_only_and_writable_buffers_into_the_mapping(self):
+    def test_read_only_and_writable_buffers(self):
         # bytes has no address for ctypes: copied by the mapping itself; a
         # bytearray, a memoryview of one, an array: by memmove, in parts
         # over _PARALLEL_MIN.
@@ -163,27 +151,19 @@ class PreparedSave(unittest.TestCase):
         for i, buf in enumerate(cases):
             name = "k%d" % i
             state.save(name, buf)
-            state.save(name, buf)  # into the prepared mapping
+            state.save(name, buf)  # into the prepared file
             kept = [k for k in self.server.kept if k[0] == name]
             fd = kept[1][2]
             self.assertEqual(os.pread(fd, os.fstat(fd).st_size, 0),
                              memoryview(buf).cast("B").tobytes(), name)
 
-    def test_a_prepared_file_of_another_size_is_not_mapped_into(self):
+    def test_a_prepared_file_of_another_size_is_not_used(self):
         state.save("s", bytearray(b"1" * 8192))
         state._prepared["s"].thread.join()
         state.save("s", bytearray(b"2" * 5000))
         self.assertEqual(self.server.content(1), b"2" * 5000)
         state.save("s", bytearray(b"3" * 5000))
         self.assertEqual(self.server.content(2), b"3" * 5000)
-
-    def test_where_mapping_fails_the_save_writes(self):
-        with mock.patch.object(state.mmap, "mmap", side_effect=OSError("ENOMEM")):
-            state.save("f", bytearray(b"1" * 8192))
-            state._prepared["f"].thread.join()
-            self.assertIsNone(state._prepared["f"].map)
-            state.save("f", bytearray(b"2" * 8192))
-        self.assertEqual(self.server.content(1), b"2" * 8192)
 
     def test_a_new_size_is_written_whole(self):
         state.save("opt", b"x" * 50000)
@@ -314,6 +294,49 @@ class PreparedSave(unittest.TestCase):
                 state.save("r", b"2" * 4096)
         self.assertEqual(len(self.server.kept), 1)
         self.assertEqual(self.server.tickets, {})
+
+
+class PreparedSave(_SaveCases, unittest.TestCase):
+    def test_the_prepared_file_is_allocated_not_mapped(self):
+        # By default the pages are allocated in the kernel (no fault per
+        # page, which in a VM costs ~50 copies' time: bench/README.md) and
+        # the save writes into them; nothing of the file is mapped.
+        state.save("t", bytearray(b"a" * 300000))
+        fd = self.prepared_fd("t")
+        self.assertIsNone(state._prepared["t"].map)
+        self.assertGreaterEqual(os.fstat(fd).st_blocks * 512, 300000)
+        with mock.patch.object(state.mmap, "mmap", side_effect=AssertionError("mapped")):
+            state.save("t", bytearray(b"b" * 300000))
+        self.assertEqual(self.server.content(1), b"b" * 300000)
+
+
+class MappedPreparedSave(_SaveCases, unittest.TestCase):
+    MODE = "map"
+
+    def test_the_prepared_file_is_mapped_and_touched_ahead(self):
+        # The save is then a copy into pages already there and mapped: the
+        # prepare thread wrote every page once (its blocks are allocated and
+        # the mapping is open), and the save leaves no writable mapping
+        # (the double seals F_SEAL_WRITE as procmgrd does: EBUSY otherwise).
+        state.save("t", bytearray(b"a" * 300000))
+        p = state._prepared["t"]
+        p.thread.join()
+        self.assertIsNone(p.error)
+        self.assertIsNotNone(p.map)
+        self.assertEqual(len(p.map), 300000)
+        self.assertEqual(p.map[:4096], b"\0" * 4096)
+        self.assertGreaterEqual(os.fstat(p.fd).st_blocks * 512, 300000)
+        state.save("t", bytearray(b"b" * 300000))
+        self.assertEqual(self.server.content(1), b"b" * 300000)
+        self.assertTrue(p.map is None and p.fd == -1)
+
+    def test_where_mapping_fails_the_save_writes(self):
+        with mock.patch.object(state.mmap, "mmap", side_effect=OSError("ENOMEM")):
+            state.save("f", bytearray(b"1" * 8192))
+            state._prepared["f"].thread.join()
+            self.assertIsNone(state._prepared["f"].map)
+            state.save("f", bytearray(b"2" * 8192))
+        self.assertEqual(self.server.content(1), b"2" * 8192)
 
 
 if __name__ == "__main__":
