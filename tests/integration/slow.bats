@@ -3,15 +3,14 @@
 # (examples/ddp_train.py, heartbeats with the step and its compute time)
 # where one node is slowed for real: every node of the testbed has a cgroup
 # of its own with the same CPU quota (tests/cluster/cpu-quota: 0.3 CPU, its
-# slurmd and so all its jobs' processes in it; ranks with one thread and
-# on either core), and the slowed node's quota is a third (3x) once training runs.
+# slurmd and so all its jobs' processes in it, held to one CPU; ranks with
+# one thread), and the slowed node's quota is a third (3x) once training runs.
 # Summaries every 4 s and a 40% threshold (bench/README.md, Slow nodes).
 load helpers
 
 CPUS=0.3
 SLOW=(--procmgr-slow=4s,40%)
-# Width 1024: at 2048 the example's 3 replicas ended with different losses
-# (rc 3, bench/README.md), and the eviction test compares the loss.
+# Width 1024: a step of ~10 ms of CPU, enough beside the quota.
 # --state-every 0: a state saved into procmgr every step costs a rank more
 # CPU than its step's compute, from the same quota, and throttled the
 # compute at random (the restart resumes from the disk's checkpoints).
@@ -21,6 +20,11 @@ TRAIN=(/usr/bin/python3 "$top/examples/ddp_train.py" --width 1024 --batch 512 --
 # ranks run on either core, and the quotas are CPU time on any core.
 SRUN=(srun --cpus-per-task=2 --cpu-bind=none)
 CQ=$top/tests/cluster/cpu-quota
+# glibc's malloc keeps what it frees: by default a step's large blocks are
+# handed back to the kernel and mapped fresh the next step, and on a VM
+# whose page faults cost ~12 us that made an unslowed rank's compute swing
+# 2-3x between intervals (bench/README.md, bench/slow-testbed).
+export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456
 
 setup_file() {
 	local why
@@ -32,6 +36,7 @@ teardown_file() {
 	"$CQ" down
 	# Nothing of ours is left in a cgroup of this testbed.
 	! ls -d /sys/fs/cgroup/cpu/"pm-$(basename "$PM_TESTBED_DIR")"-* 2>/dev/null
+	! ls -d /sys/fs/cgroup/cpuset/"pm-$(basename "$PM_TESTBED_DIR")"-* 2>/dev/null
 }
 
 teardown() {
