@@ -53,14 +53,14 @@ def run_ddp(*args):
 @unittest.skipIf(torch_python() is None, "no python with torch.distributed")
 class WideModel(unittest.TestCase):
     def test_a_diverged_run_is_said_so(self):
-        rc, out = run_ddp("--width", "2048", "--lr", "0.05", "--steps", "150")
+        rc, out = run_ddp("--width", "2048", "--lr", "50", "--steps", "40")
         self.assertEqual(rc, 4, out)
         self.assertIn("training diverged", out)
         self.assertIn("lower --lr", out)
         self.assertNotIn("replicas differ", out)
 
     def test_the_default_rate_trains_a_wide_model(self):
-        rc, out = run_ddp("--width", "2048", "--steps", "150")
+        rc, out = run_ddp("--width", "2048", "--steps", "40")
         self.assertEqual(rc, 0, out)
         loss = float(out.split("final loss: ")[1].split()[0])
         self.assertLess(loss, 10.0, out)
