@@ -2,6 +2,7 @@
 #include "sweep/sweep_file.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/envlist.h"
 #include "common/warm.h"
 #include "common/wire.h"
 
@@ -139,48 +141,59 @@ int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const cha
 	return 0;
 }
 
-static void trial_env(const struct pm_rank_trial *t)
+static int trial_env(struct pm_envlist *e, const struct pm_rank_trial *t)
 {
-	char v[16];
+	int rc = 0;
 
-	snprintf(v, sizeof(v), "%d", t->restarts);
-	setenv(PM_ENV_RESTART_COUNT, v, 1);
-	setenv(PM_ENV_TE_RESTART_COUNT, v, 1);
-	snprintf(v, sizeof(v), "%d", t->rank);
-	setenv(PM_ENV_RANK, v, 1);
-	setenv(PM_ENV_ROLE_RANK, v, 1);
-	snprintf(v, sizeof(v), "%d", t->world);
-	setenv(PM_ENV_WORLD_SIZE, v, 1);
-	setenv(PM_ENV_ROLE_WORLD_SIZE, v, 1);
-	snprintf(v, sizeof(v), "%d", t->local_rank);
-	setenv(PM_ENV_LOCAL_RANK, v, 1);
-	snprintf(v, sizeof(v), "%d", t->local_world);
-	setenv(PM_ENV_LOCAL_WORLD_SIZE, v, 1);
+	rc |= pm_envlist_setf(e, PM_ENV_RESTART_COUNT, "%d", t->restarts);
+	rc |= pm_envlist_setf(e, PM_ENV_TE_RESTART_COUNT, "%d", t->restarts);
+	rc |= pm_envlist_setf(e, PM_ENV_RANK, "%d", t->rank);
+	rc |= pm_envlist_setf(e, PM_ENV_ROLE_RANK, "%d", t->rank);
+	rc |= pm_envlist_setf(e, PM_ENV_WORLD_SIZE, "%d", t->world);
+	rc |= pm_envlist_setf(e, PM_ENV_ROLE_WORLD_SIZE, "%d", t->world);
+	rc |= pm_envlist_setf(e, PM_ENV_LOCAL_RANK, "%d", t->local_rank);
+	rc |= pm_envlist_setf(e, PM_ENV_LOCAL_WORLD_SIZE, "%d", t->local_world);
 	/* One group per node the trial spans would need its node order;
 	 * torch reads GROUP_RANK only under torchrun's agent. */
-	unsetenv(PM_ENV_GROUP_RANK);
-	unsetenv(PM_ENV_GROUP_WORLD_SIZE);
-	setenv(PM_ENV_MASTER_ADDR, t->master, 1);
-	snprintf(v, sizeof(v), "%d", t->port);
-	setenv(PM_ENV_MASTER_PORT, v, 1);
-	setenv(PM_ENV_TE_RUN_ID, t->name, 1);
-	setenv(PM_ENV_TRIAL, t->name, 1);
+	pm_envlist_unset(e, PM_ENV_GROUP_RANK);
+	pm_envlist_unset(e, PM_ENV_GROUP_WORLD_SIZE);
+	rc |= pm_envlist_set(e, PM_ENV_MASTER_ADDR, t->master);
+	rc |= pm_envlist_setf(e, PM_ENV_MASTER_PORT, "%d", t->port);
+	rc |= pm_envlist_set(e, PM_ENV_TE_RUN_ID, t->name);
+	rc |= pm_envlist_set(e, PM_ENV_TRIAL, t->name);
+	return rc;
 }
 
-/* In the child, between fork and exec. */
-static void child_env(struct pm_rank_exec *x, const struct pm_rank_who *who)
+/* The command's whole environment: the step's, and what its generation,
+ * its trial or its standby adds; the warm channel stays open across exec,
+ * under the number the environment names. */
+static int child_env(struct pm_envlist *e, const struct pm_rank_exec *x,
+		     const struct pm_rank_who *who)
 {
 	struct pm_rank_envvar vars[PM_RANK_GENENV_MAX];
-	int i, n = pm_rank_exec_genenv(x, who, vars);
+	int rc = 0;
 
-	if (who->trial) {
-		trial_env(who->trial);
+	if (pm_envlist_init(e, environ))
+		return -1;
+	if (who && who->trial) {
+		rc |= trial_env(e, who->trial);
 		if (x->error_file[0])
-			setenv(PM_ENV_TE_ERROR_FILE, x->error_file, 1);
-		return;
+			rc |= pm_envlist_set(e, PM_ENV_TE_ERROR_FILE, x->error_file);
+	} else if (who) {
+		int n = pm_rank_exec_genenv(x, who, vars);
+		for (int i = 0; i < n; i++)
+			rc |= pm_envlist_set(e, vars[i].name, vars[i].value);
+	} else {
+		/* A standby has no generation yet (the step's 0 is not its
+		 * own): START sends it. */
+		pm_envlist_unset(e, PM_ENV_RESTART_COUNT);
+		pm_envlist_unset(e, PM_ENV_TE_RESTART_COUNT);
 	}
-	for (i = 0; i < n; i++)
-		setenv(vars[i].name, vars[i].value, 1);
+	if (x->warm_fd < 0)
+		pm_envlist_unset(e, PM_ENV_WARM_FD);
+	else
+		rc |= pm_envlist_setf(e, PM_ENV_WARM_FD, "%d", x->warm_fd);
+	return rc ? -1 : 0;
 }
 
 void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who, bool warm)
@@ -200,91 +213,117 @@ void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who,
 			warm ? " (warm)" : "");
 }
 
-/* The warm channel stays open across exec, under the number the
- * environment names. */
-static void child_warm_fd(const struct pm_rank_exec *x)
-{
-	char v[16];
+/* Everything the child needs, made before it exists: it shares our memory
+ * and runs on a stack of its own until exec (clone with CLONE_VM and
+ * CLONE_VFORK, as posix_spawn does), so it calls nothing that allocates,
+ * locks or writes our memory: only system calls on its own descriptors. */
+struct child_plan {
+	pid_t parent, tracer; /* tracer: procmgrd, 0 unknown */
+	const sigset_t *mask;
+	int warm_fd, err_fd, out_fd, trial_out_fd, ep;
+	bool path_search; /* execvpe (PATH) or execve */
+	const char *file;
+	char *const *argv;
+	char *const *envp;
+};
 
-	if (x->warm_fd < 0) {
-		unsetenv(PM_ENV_WARM_FD);
-		return;
-	}
-	fcntl(x->warm_fd, F_SETFD, 0);
-	snprintf(v, sizeof(v), "%d", x->warm_fd);
-	setenv(PM_ENV_WARM_FD, v, 1);
+static int child_main(void *arg)
+{
+	const struct child_plan *p = arg;
+	int e;
+
+	/* Never outlive the supervisor (procmgrd kills the group too). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != p->parent)
+		_exit(137);
+	setpgid(0, 0);
+	/* procmgrd takes the command's stacks (procmgr stacks, a hang):
+	 * under Yama's ptrace_scope 1 only a declared tracer may. */
+	if (p->tracer > 0)
+		prctl(PR_SET_PTRACER, (unsigned long)p->tracer);
+	/* No handler of ours is installed (signals come through a signalfd),
+	 * so unblocking runs none of our code here. */
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, p->mask, NULL);
+	if (p->warm_fd >= 0)
+		fcntl(p->warm_fd, F_SETFD, 0);
+	if (p->err_fd >= 0 && dup2(p->err_fd, STDERR_FILENO) < 0)
+		_exit(126);
+	if (p->out_fd >= 0 && dup2(p->out_fd, STDOUT_FILENO) < 0)
+		_exit(126);
+	if (p->trial_out_fd >= 0 && dup2(p->trial_out_fd, STDOUT_FILENO) < 0)
+		_exit(126);
+	if (p->path_search)
+		execvpe(p->file, p->argv, p->envp);
+	else
+		execve(p->file, p->argv, p->envp);
+	e = errno;
+	(void)!write(p->ep, &e, sizeof(e));
+	_exit(e == ENOENT ? 127 : 126);
 }
+
+/* The child's stack: one start at a time (procmgr-rank has one thread, and
+ * CLONE_VFORK holds it until the child execs or exits). */
+static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
 static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, int grank,
 		       char **argv, bool *noexec)
 {
+	struct child_plan p = { .parent = getpid(), .mask = &x->orig_mask, .warm_fd = x->warm_fd,
+				.err_fd = x->err_fd, .out_fd = x->out_fd, .trial_out_fd = -1,
+				.path_search = true, .file = argv[0], .argv = argv };
+	char line[PM_WIRE_TEXT_MAX + 1], *av[64];
+	char *sh_argv[] = { "sh", "-c", NULL, NULL };
+	struct pm_envlist env;
 	int ep[2], e;
 	ssize_t n;
-	pid_t pid, parent = getpid();
+	pid_t pid;
 
 	*noexec = false;
+	if (child_env(&env, x, who)) {
+		fprintf(stderr, "procmgr: rank %d: cannot make the command's environment: %s\n",
+			grank, strerror(errno));
+		pm_envlist_free(&env);
+		return -1;
+	}
+	p.envp = env.v;
+	if (x->link_fd >= 0) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (!getsockopt(x->link_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
+			p.tracer = cr.pid;
+	}
+	if (who && who->trial) {
+		p.trial_out_fd = who->trial->out_fd;
+		/* A plain command line runs without a shell in between (one
+		 * exec, not two: a sweep of short trials is bound by them); a
+		 * builtin or anything not found goes to sh. */
+		if (pm_sweep_simple_argv(who->trial->cmd, line, sizeof(line), av, 64) > 0) {
+			p.file = av[0];
+			p.argv = av;
+		} else {
+			sh_argv[2] = who->trial->cmd;
+			p.file = "/bin/sh";
+			p.argv = sh_argv;
+			p.path_search = false;
+		}
+	}
 	/* Closed by a successful exec; an errno comes back through it if exec
 	 * fails, which tells "cannot run" from a command exiting 127. */
 	if (pipe2(ep, O_CLOEXEC)) {
 		fprintf(stderr, "procmgr: rank %d: pipe: %s\n", grank, strerror(errno));
+		pm_envlist_free(&env);
 		return -1;
 	}
-	pid = fork();
+	p.ep = ep[1];
+	pid = clone(child_main, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
+		    &p);
 	if (pid < 0) {
 		fprintf(stderr, "procmgr: rank %d: fork: %s\n", grank, strerror(errno));
 		close(ep[0]);
 		close(ep[1]);
+		pm_envlist_free(&env);
 		return -1;
-	}
-	if (pid == 0) {
-		/* Never outlive the supervisor (procmgrd kills the group too). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(137);
-		setpgid(0, 0);
-		/* procmgrd takes the command's stacks (procmgr stacks, a hang):
-		 * under Yama's ptrace_scope 1 only a declared tracer may. */
-		{
-			struct ucred cr;
-			socklen_t cl = sizeof(cr);
-			if (x->link_fd >= 0 &&
-			    !getsockopt(x->link_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
-				prctl(PR_SET_PTRACER, (unsigned long)cr.pid);
-		}
-		sigprocmask(SIG_SETMASK, &x->orig_mask, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		if (who) {
-			child_env(x, who);
-		} else {
-			/* A standby has no generation yet (the step's 0 is not its
-			 * own): START sends it. */
-			unsetenv(PM_ENV_RESTART_COUNT);
-			unsetenv(PM_ENV_TE_RESTART_COUNT);
-		}
-		child_warm_fd(x);
-		if (x->err_fd >= 0 && dup2(x->err_fd, STDERR_FILENO) < 0)
-			_exit(126);
-		if (x->out_fd >= 0 && dup2(x->out_fd, STDOUT_FILENO) < 0)
-			_exit(126);
-		close(ep[0]);
-		if (who && who->trial) {
-			if (who->trial->out_fd >= 0 && dup2(who->trial->out_fd, STDOUT_FILENO) < 0)
-				_exit(126);
-			/* A plain command line runs without a shell in between
-			 * (one exec, not two: a sweep of short trials is bound by
-			 * them); a builtin or anything not found goes to sh. */
-			char line[PM_WIRE_TEXT_MAX + 1], *av[64];
-			if (pm_sweep_simple_argv(who->trial->cmd, line, sizeof(line), av, 64) > 0)
-				execvp(av[0], av);
-			execl("/bin/sh", "sh", "-c", who->trial->cmd, (char *)NULL);
-		} else {
-			execvp(argv[0], argv);
-		}
-		e = errno;
-		(void)!write(ep[1], &e, sizeof(e));
-		fprintf(stderr, "procmgr: rank %d: cannot run %s: %s\n", grank, argv[0],
-			strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
 	}
 	setpgid(pid, pid); /* both sides: no race with the first kill */
 	close(ep[1]);
@@ -292,6 +331,12 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		;
 	*noexec = n == (ssize_t)sizeof(e);
 	close(ep[0]);
+	if (*noexec) {
+		/* Where the command's own stderr would have said it. */
+		dprintf(x->err_fd >= 0 ? x->err_fd : STDERR_FILENO,
+			"procmgr: rank %d: cannot run %s: %s\n", grank, p.file, strerror(e));
+	}
+	pm_envlist_free(&env);
 	return pid;
 }
 
