@@ -3,7 +3,7 @@
 # (examples/ddp_train.py, heartbeats with the step and its compute time)
 # where one node is slowed for real: every node of the testbed has a cgroup
 # of its own with the same CPU quota (tests/cluster/cpu-quota: 0.3 CPU, its
-# slurmd and so all its jobs' processes in it, held to one CPU; ranks with
+# slurmd and so all its jobs' processes in it, all nodes on one CPU; ranks with
 # one thread), and the slowed node's quota is a third (3x) once training runs.
 # Summaries every 4 s and a 40% threshold (bench/README.md, Slow nodes).
 load helpers
