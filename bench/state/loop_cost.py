@@ -12,7 +12,10 @@ trial by trial, each timed per step over --steps steps:
   none          no save (the baseline)
   memcpy        a copy of the parameters into a buffer made once, after the
                 optimizer (the limit the issue names: "a memcpy")
-  procmgr       procmgr.save after the optimizer, waited for
+  procmgr       procmgr.save after the optimizer, waited for (swap: the
+                default, the file of two versions back written again)
+  procmgr_commit  the same with PROCMGR_STATE_SWAP=0: a fresh file per
+                version, sealed (the default before swap)
   procmgr_bg    procmgr.save(..., wait=False) after the optimizer, its
                 wait() just before the next optimizer step (the compute in
                 between reads the parameters only)
@@ -78,10 +81,15 @@ def main():
 
     def after(way, step):
         os.environ["PROCMGR_STATE_PREPARE"] = "map" if way.endswith("_map") else "1"
+        # The map ways and procmgr_commit as before swap: a fresh file per
+        # version, sealed by procmgrd.
+        os.environ["PROCMGR_STATE_SWAP"] = "0" if way.endswith(("_map", "_commit")) else "1"
         if way == "memcpy":
             dst.copy_(params)
         elif way == "procmgr":
             procmgr.save("loop", buf, step=step)
+        elif way == "procmgr_commit":
+            procmgr.save("loop_commit", buf, step=step)
         elif way == "procmgr_bg":
             pending[0] = procmgr.save("loop_bg", buf, step=step, wait=False)
         elif way == "procmgr_map":
@@ -97,36 +105,48 @@ def main():
             pending[0].wait()
             pending[0] = None
 
-    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "procmgr_copied", "procmgr_map",
-            "procmgr_copied_map", "torch_save"]
+    ways = ["none", "memcpy", "procmgr", "procmgr_bg", "procmgr_copied", "procmgr_commit",
+            "procmgr_map", "procmgr_copied_map", "torch_save"]
     if a.ways:
         ways = [w for w in ways if w in ("none", "memcpy") or w in a.ways.split(",")]
     print("# load average %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     res = {w: [] for w in ways}
-    print("way trial step_median_s")
+    blocked = {w: [] for w in ways}
+    print("way trial step_median_s blocked_median_s")
     for k in range(a.trials):
         for w in ways:
-            times = []
+            times, waits = [], []
             for s in range(a.steps):
                 t0 = time.perf_counter()
                 compute()
+                t1 = time.perf_counter()
                 before_optimizer()
+                t1b = time.perf_counter()
                 optimizer()
+                t2 = time.perf_counter()
                 after(w, s)
-                times.append(time.perf_counter() - t0)
+                t3 = time.perf_counter()
+                times.append(t3 - t0)
+                # The loop waiting on the save: the call itself, and a
+                # background save's wait before the optimizer.
+                waits.append((t1b - t1) + (t3 - t2))
             before_optimizer()
             med = statistics.median(times)
             res[w].append(med)
-            print(w, k, "%.4f" % med, flush=True)
+            blocked[w].append(statistics.median(waits))
+            print(w, k, "%.4f" % med, "%.4f" % blocked[w][-1], flush=True)
     base = statistics.median(res["none"])
+    bm = statistics.median(blocked["memcpy"])
     # Each trial's way against the same trial's none (the machine's load
     # moves between trials more than within one).
     cost = {w: statistics.median([x - n for x, n in zip(res[w], res["none"])]) for w in ways}
     print("# %d MiB, %d steps x %d trials: step without saving %.1f ms (median)"
           % (size >> 20, a.steps, a.trials, base * 1e3))
     for w in ways[1:]:
-        print("# %s: +%.1f ms per step, %.2fx memcpy's cost"
-              % (w, cost[w] * 1e3, cost[w] / cost["memcpy"] if cost["memcpy"] > 0 else float("nan")))
+        b = statistics.median(blocked[w])
+        print("# %s: +%.1f ms per step, %.2fx memcpy's cost; the loop blocked %.1f ms, %.2fx memcpy's"
+              % (w, cost[w] * 1e3, cost[w] / cost["memcpy"] if cost["memcpy"] > 0 else float("nan"),
+                 b * 1e3, b / bm if bm > 0 else float("nan")))
     if os.path.exists(path):
         os.unlink(path)
     return 0

@@ -58,13 +58,24 @@ def _drop():
     _conn = None
 
 
-def _ask(line, fd=None):
+def _send(line, fd=None):
     s = _sock()
     data = line.encode("ascii")
     if fd is None:
         s.send(data)
     else:
         socket.send_fds(s, [data], [fd])
+
+
+def _ask(line, fd=None):
+    _send(line, fd)
+    return _reply()
+
+
+def _reply():
+    """The answer to the request sent last: (text, descriptor or None);
+    StateError for a refusal."""
+    s = _sock()
     msg, fds, _flags, _addr = socket.recv_fds(s, _REPLY_MAX, 1)
     if not msg:
         _drop()
@@ -219,11 +230,113 @@ def _take_prepared(name, size):
     return fd, m
 
 
+# Swap (the default; PROCMGR_STATE_SWAP=0 commits as before): a version is
+# handed to procmgrd writable, its size fixed, and procmgrd hands back the
+# version it replaced once nothing of procmgrd reads it (the copy to the
+# buddy) and no load mapped it. This process keeps each such file mapped,
+# so from the third save of a name on, a save is one copy into pages that
+# are there and mapped: no allocation, no page faults, no seal (on this VM a
+# fresh page's first touch costs ~12 us; bench/README.md "State in
+# memory"). Two files per name take turns; the one procmgrd keeps is never
+# written by this module until it comes back.
+_spares = {}   # name -> _Spare: the file the next save writes into
+_maps = {}     # name -> {inode: mmap}: files swapped in, mapped, kept for their return
+_loaded = set()  # inodes this process loaded: never written (a load maps them)
+
+
+def _swap_wanted():
+    return os.environ.get("PROCMGR_STATE_SWAP", "1") != "0"
+
+
+class _Spare:
+    def __init__(self, fd, m, size):
+        self.pid = os.getpid()
+        self.fd = fd
+        self.map = m
+        self.size = size
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _ino(fd):
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino), st.st_size
+
+
+def _writable_map(fd, size):
+    """A writable shared mapping of a file that is there already (pages
+    allocated): mapped in one call (MAP_POPULATE), not inherited by a fork."""
+    m = mmap.mmap(fd, size, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                  mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        m.madvise(mmap.MADV_DONTFORK)
+    except (AttributeError, OSError):
+        pass
+    return m
+
+
+def _take_spare(name, size):
+    """The spare file of name, if it is this process's and of size bytes;
+    else None (and a stale one dropped)."""
+    sp = _spares.pop(name, None)
+    if sp is None:
+        return None
+    if sp.pid != os.getpid():
+        return None  # the parent's: not this process's to write or close
+    if sp.size != size:
+        sp.close()
+        _maps.pop(name, None)  # every kept mapping is of the old size
+        return None
+    return sp
+
+
+def _swapped(name, fd, m, size, back):
+    """After a swap of fd (mapped by m, or None): m is kept for fd's return,
+    back (the version replaced, handed back, or None) becomes the next
+    spare, and the mappings of files procmgrd keeps no more go."""
+    me = os.getpid()
+    kept = _maps.pop(name, {})
+    spare = None
+    if back is not None:
+        try:
+            ident, bsize = _ino(back)
+            bm = kept.pop(ident + (me,), None)
+            if ident in _loaded or bsize != size:
+                if bm is not None:
+                    bm.close()
+                os.close(back)
+            else:
+                spare = _Spare(back, bm if bm is not None else _writable_map(back, size), size)
+        except (OSError, ValueError):
+            os.close(back)
+    for key, old in kept.items():
+        # A fork's copy of the parent's entries is not mapped here
+        # (MADV_DONTFORK): unmapping its range could hit a mapping of ours.
+        if key[2] == me and old is not m:
+            old.close()
+    if m is not None:
+        _maps[name] = {_ino(fd)[0] + (me,): m}
+    if spare is not None:
+        _spares[name] = spare
+
+
 _PARALLEL_MIN = 16 << 20
 
 
+def _cpus():
+    """The CPUs this process may run on (a rank bound to one core gains
+    nothing from a second copy thread, and pays for starting it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _parts(size):
-    return min(_COPY_THREADS, os.cpu_count() or 1) if size >= _PARALLEL_MIN else 1
+    return min(_COPY_THREADS, _cpus()) if size >= _PARALLEL_MIN else 1
 
 
 def _pwrite_part(fd, view, start, end, errors):
@@ -375,35 +488,64 @@ def save(name, buffer, step=0, prepare=None, wait=True, _copied=None):
         prepare = _prepare_wanted()
     view = memoryview(buffer).cast("B")
     size = view.nbytes
+    swap = _swap_wanted() and size > 0
     with _lock:
-        text, _ = _ask("begin %s %d" % (name, size))
-        ticket = int(text.split()[1])
-        fd = -1
+        sp = _take_spare(name, size) if swap else None
+        if sp is None:
+            # The limits are judged before a fresh file takes memory.
+            text, _ = _ask("begin %s %d" % (name, size))
+        else:
+            # The spare's memory is there already: procmgrd judges the
+            # limits while the bytes are copied (a refusal leaves the last
+            # version, and the spare is dropped).
+            _send("begin %s %d" % (name, size))
+        fd, m, back, ticket = -1, None, None, None
+        pending = sp is not None  # begin's answer not read yet
         try:
-            fd, m = _take_prepared(name, size)
-            if m is not None:
-                try:
-                    _copy_into(m, view)
-                    if _copied is not None:
-                        _copied()
-                finally:
-                    # procmgrd seals the file: no writable mapping may remain.
-                    m.close()
+            if sp is not None:
+                fd, m = sp.fd, sp.map
+                _copy_into(m, view)
+                pending = False
+                text, _ = _reply()
             else:
-                _write_all(fd, view)
-                if _copied is not None:
-                    _copied()
-            text, _ = _ask("commit %d %d" % (ticket, int(step)), fd)
+                ticket = int(text.split()[1])
+                fd, m = _take_prepared(name, size)
+                if m is not None:
+                    _copy_into(m, view)
+                else:
+                    _write_all(fd, view)
+            ticket = int(text.split()[1])
+            if _copied is not None:
+                _copied()
+            if not swap and m is not None:
+                # procmgrd seals the file: no writable mapping may remain.
+                m.close()
+                m = None
+            text, back = _ask("%s %d %d" % ("swap" if swap else "commit", ticket, int(step)), fd)
         except BaseException:
-            try:
-                _ask("abort %d" % ticket)
-            except (OSError, StateError):
-                pass
-            raise
-        finally:
+            if m is not None:
+                m.close()
+            if pending:
+                # Cut off in the copy: begin's answer is read (the next
+                # request must get its own) and its save aborted.
+                try:
+                    ticket = int(_reply()[0].split()[1])
+                except (OSError, StateError, ValueError, IndexError):
+                    pass
+            if ticket is not None:
+                try:
+                    _ask("abort %d" % ticket)
+                except (OSError, StateError):
+                    pass
             if fd >= 0:
                 os.close(fd)
-        if prepare:
+            raise
+        if swap:
+            _swapped(name, fd, m, size, back)
+        elif back is not None:
+            os.close(back)
+        os.close(fd)
+        if prepare and name not in _spares:
             _prepared[name] = _Prepared(name, size)
         return int(text.split()[1])
 
@@ -421,6 +563,10 @@ def load_info(name):
     info = {"version": int(parts[1]), "size": int(parts[2]), "step": int(parts[3]),
             "age_ms": int(parts[4])}
     try:
+        # Never written again by this process (swap): the view maps it.
+        ident, _ = _ino(fd)
+        _loaded.add(ident)
+        _maps.get(name, {}).pop(ident + (os.getpid(),), None)
         if info["size"] == 0:
             return memoryview(b""), info
         # Every page mapped now, in one call: reading a large version

@@ -15,6 +15,7 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "begin", PM_SP_BEGIN, 2, false, "begin NAME SIZE" },
 	{ "commit", PM_SP_COMMIT, 2, true, "commit TICKET STEP, with the memfd attached" },
+	{ "swap", PM_SP_SWAP, 2, true, "swap TICKET STEP, with the memfd attached" },
 	{ "abort", PM_SP_ABORT, 1, false, "abort TICKET" },
 	{ "load", PM_SP_LOAD, 1, false, "load NAME" },
 	{ "list", PM_SP_LIST, 0, false, "list" },
@@ -50,7 +51,7 @@ int pm_sp_parse(const char *buf, size_t len, bool has_fd, struct pm_sp_req *r, c
 	if (len && buf[len - 1] == '\n')
 		len--;
 	if (!len) {
-		snprintf(err, errlen, "empty request: begin, commit, abort, load or list");
+		snprintf(err, errlen, "empty request: begin, commit, swap, abort, load or list");
 		return -1;
 	}
 	if (len >= PM_SP_LINE_MAX) {
@@ -74,14 +75,14 @@ int pm_sp_parse(const char *buf, size_t len, bool has_fd, struct pm_sp_req *r, c
 		tok[n++] = t;
 	}
 	if (!n) {
-		snprintf(err, errlen, "empty request: begin, commit, abort, load or list");
+		snprintf(err, errlen, "empty request: begin, commit, swap, abort, load or list");
 		return -1;
 	}
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(tok[0], verbs[i].name))
 			v = &verbs[i];
 	if (!v) {
-		snprintf(err, errlen, "unknown request '%.32s': begin, commit, abort, load or list",
+		snprintf(err, errlen, "unknown request '%.32s': begin, commit, swap, abort, load or list",
 			 tok[0]);
 		return -1;
 	}
@@ -108,12 +109,13 @@ int pm_sp_parse(const char *buf, size_t len, bool has_fd, struct pm_sp_req *r, c
 		}
 		break;
 	case PM_SP_COMMIT:
+	case PM_SP_SWAP:
 	case PM_SP_ABORT:
 		if (number(tok[1], 1, UINT64_MAX, &r->ticket)) {
 			snprintf(err, errlen, "bad ticket '%.32s': the number begin answered", tok[1]);
 			return -1;
 		}
-		if (v->kind == PM_SP_COMMIT && number(tok[2], 0, UINT64_MAX, &r->step)) {
+		if (v->kind != PM_SP_ABORT && number(tok[2], 0, UINT64_MAX, &r->step)) {
 			snprintf(err, errlen, "bad step '%.32s': a whole number, 0 for none", tok[2]);
 			return -1;
 		}
@@ -141,8 +143,10 @@ int pm_sp_format(const struct pm_sp_req *r, char *buf, size_t len)
 		return fit(snprintf(buf, len, "begin %s %llu", r->name, (unsigned long long)r->size),
 			   len);
 	case PM_SP_COMMIT:
-		return fit(snprintf(buf, len, "commit %llu %llu", (unsigned long long)r->ticket,
-				    (unsigned long long)r->step), len);
+	case PM_SP_SWAP:
+		return fit(snprintf(buf, len, "%s %llu %llu", r->kind == PM_SP_SWAP ? "swap" : "commit",
+				    (unsigned long long)r->ticket, (unsigned long long)r->step),
+			   len);
 	case PM_SP_ABORT:
 		return fit(snprintf(buf, len, "abort %llu", (unsigned long long)r->ticket), len);
 	case PM_SP_LOAD:

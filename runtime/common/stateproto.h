@@ -6,13 +6,21 @@
  *
  *   begin NAME SIZE        -> ok TICKET | err TEXT
  *   commit TICKET STEP +fd -> ok VERSION | err TEXT   (fd: the memfd)
+ *   swap TICKET STEP +fd   -> ok VERSION [+fd] | err TEXT
  *   abort TICKET           -> ok
  *   load NAME              -> ok VERSION SIZE STEP AGE_MS +fd | none | err TEXT
  *   list                   -> ok N, then N lines NAME VERSION SIZE STEP AGE_MS SAFE
  *
  * A save is begin (the limits judged before a byte is written) and commit
  * (the descriptor, sealed by procmgrd); only a commit replaces the version
- * a load gets. */
+ * a load gets.
+ *
+ * swap is a commit whose file stays writable (procmgrd fixes its size
+ * only), and whose reply hands back the version it replaced, when that one
+ * was swapped in too and is not being copied to the buddy: the rank writes
+ * its next version into memory that is already there and mapped, so that a
+ * save every step costs a copy and no page faults (bench/state). The rank
+ * must not write a file after swapping it in until it comes back. */
 #ifndef PM_STATEPROTO_H
 #define PM_STATEPROTO_H
 
@@ -26,14 +34,14 @@
 #define PM_SP_REPLY_MAX 16384           /* a reply (list: 64 names of 64 characters) */
 #define PM_SP_SIZE_MAX (1ull << 50)     /* one blob: 1 PiB, far above any limit */
 
-enum pm_sp_kind { PM_SP_BEGIN, PM_SP_COMMIT, PM_SP_ABORT, PM_SP_LOAD, PM_SP_LIST };
+enum pm_sp_kind { PM_SP_BEGIN, PM_SP_COMMIT, PM_SP_SWAP, PM_SP_ABORT, PM_SP_LOAD, PM_SP_LIST };
 
 struct pm_sp_req {
 	enum pm_sp_kind kind;
 	char name[PM_STATE_NAME_MAX + 1]; /* begin, load */
 	uint64_t size;                    /* begin */
-	uint64_t ticket;                  /* commit, abort */
-	uint64_t step;                    /* commit: the rank's step, 0: none */
+	uint64_t ticket;                  /* commit, swap, abort */
+	uint64_t step;                    /* commit, swap: the rank's step, 0: none */
 };
 
 /* One request of len bytes (a trailing newline allowed), has_fd if a

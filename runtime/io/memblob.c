@@ -86,7 +86,10 @@ long pm_fd_recv(int sock, void *buf, size_t cap, int *fd)
 	return n;
 }
 
-int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
+#define PM_SIZE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+
+/* A memory file of the size announced: its seals, or -1 with err. */
+static int check_file(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -109,6 +112,45 @@ int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t e
 			 (unsigned long long)st.st_size, (unsigned long long)expect);
 		return -1;
 	}
+	*size = (uint64_t)st.st_size;
+	return seals;
+}
+
+int pm_memblob_fix(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
+{
+	int seals = check_file(fd, expect, size, err, errlen);
+
+	if (seals < 0)
+		return -1;
+	if ((seals & PM_SIZE_SEALS) == PM_SIZE_SEALS)
+		return 0;
+	if (seals & F_SEAL_SEAL) {
+		snprintf(err, errlen, "%s",
+			 seals == F_SEAL_SEAL
+				 ? "created without MFD_ALLOW_SEALING: procmgr cannot fix its size"
+				 : "sealed without F_SEAL_SHRINK and F_SEAL_GROW: leave the sealing to procmgr");
+		return -1;
+	}
+	if (fcntl(fd, F_ADD_SEALS, PM_SIZE_SEALS) < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+bool pm_memblob_writable(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && !(seals & F_SEAL_WRITE);
+}
+
+int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
+{
+	int seals = check_file(fd, expect, size, err, errlen);
+
+	if (seals < 0)
+		return -1;
 	if ((seals & PM_SEALS) != PM_SEALS) {
 		if (seals & F_SEAL_SEAL) {
 			snprintf(err, errlen, "%s",
@@ -124,7 +166,6 @@ int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t e
 			return -1;
 		}
 	}
-	*size = (uint64_t)st.st_size;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #ifndef PM_MEMBLOB_H
 #define PM_MEMBLOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,14 @@ long pm_fd_recv(int sock, void *buf, size_t cap, int *fd);
  * saying what is wrong with it (not a memory file, created without
  * MFD_ALLOW_SEALING, still mapped writable, not the size announced). */
 int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen);
+
+/* swap's way (common/stateproto.h): the file's size is fixed (no shrink
+ * or grow, so that nothing procmgrd reads can end short under it), its
+ * bytes stay writable by the rank, which writes its next version into it
+ * once procmgrd hands it back. 0, or -1 with err as pm_memblob_seal. */
+int pm_memblob_fix(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen);
+/* A memory file procmgrd may hand back for writing: not write-sealed. */
+bool pm_memblob_writable(int fd);
 
 /* A new sealed memory file holding len bytes of buf (for a replica that
  * came over the network, and for tests). -1 and errno on failure. */

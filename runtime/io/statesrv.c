@@ -71,7 +71,8 @@ static int list(struct pm_state_store *st, int sock, int32_t grank, uint64_t now
 }
 
 int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer *p,
-		      uint64_t now_ms, struct pm_state_note *note, char *err, size_t errlen)
+		      uint64_t now_ms, const struct pm_statesrv_hooks *h, struct pm_state_note *note,
+		      char *err, size_t errlen)
 {
 	char buf[PM_SP_LINE_MAX + 1], why[256];
 	struct pm_sp_req r;
@@ -115,9 +116,10 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 		}
 		rc = reply(sock, -1, "ok");
 		break;
-	case PM_SP_COMMIT: {
+	case PM_SP_COMMIT:
+	case PM_SP_SWAP: {
 		uint64_t want = 0, size = 0;
-		int old = -1;
+		int old = -1, back = -1;
 		for (size_t i = 0; i < st->np; i++)
 			if (st->p[i].ticket == r.ticket) {
 				want = st->p[i].size;
@@ -130,7 +132,8 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 		/* Whatever is wrong with the descriptor, the save is over:
 		 * the last good version stays. */
 		p->ticket = 0;
-		if (pm_memblob_seal(fd, want, &size, why, sizeof(why))) {
+		if (r.kind == PM_SP_SWAP ? pm_memblob_fix(fd, want, &size, why, sizeof(why))
+					 : pm_memblob_seal(fd, want, &size, why, sizeof(why))) {
 			pm_state_abort(st, r.ticket);
 			rc = refuse(sock, note, why);
 			break;
@@ -141,7 +144,13 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 			break;
 		}
 		fd = -1; /* the store's now */
-		if (old >= 0)
+		/* The version replaced goes back to be written again, when it was
+		 * swapped in too (never a sealed one: a load may map it) and
+		 * nothing here still reads it (the copy to the buddy). */
+		if (old >= 0 && r.kind == PM_SP_SWAP && pm_memblob_writable(old) &&
+		    !(h && h->reading && h->reading(old, h->arg)))
+			back = old;
+		else if (old >= 0)
 			close(old);
 		/* A lost node's copy of this rank's name, handed to this node
 		 * (the spare that runs the rank now): superseded, its memory
@@ -153,7 +162,9 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 			note->size = b->size;
 			note->step = b->step;
 		}
-		rc = reply(sock, -1, "ok %llu", (unsigned long long)note->version);
+		rc = reply(sock, back, "ok %llu", (unsigned long long)note->version);
+		if (back >= 0)
+			close(back);
 		break;
 	}
 	case PM_SP_LOAD: {
@@ -182,6 +193,13 @@ int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer 
 					hw = o->step;
 			note->lost_steps = hw - b->step;
 		}
+		/* A version swapped in is made read-only for good once a load
+		 * maps it, as a committed one is: it never comes back to be
+		 * written. EBUSY: the rank that wrote it still maps it writable
+		 * (its own process, loading what it saved); it stays writable,
+		 * and the rank's module does not reuse a file it loaded. */
+		if (pm_memblob_writable(b->handle))
+			(void)fcntl(b->handle, F_ADD_SEALS, F_SEAL_WRITE);
 		rc = pm_fd_send(sock, why, strlen(why), b->handle);
 		break;
 	}

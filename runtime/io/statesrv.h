@@ -34,11 +34,20 @@ struct pm_state_note {
 	char why[256]; /* REFUSE: the reply's text */
 };
 
+/* What procmgrd knows beyond the store. reading: whether a blob's file is
+ * still being read (sent to the buddy), so that a swap does not hand it
+ * back to be written; NULL: never. */
+struct pm_statesrv_hooks {
+	bool (*reading)(int handle, void *arg);
+	void *arg;
+};
+
 /* Serve one message on sock. 1: served (note says what), 0: the peer
  * closed, -1: the connection is unusable (err says why). A refusal is
- * answered ("err TEXT") and is 1: the rank goes on. */
+ * answered ("err TEXT") and is 1: the rank goes on. h may be NULL. */
 int pm_statesrv_serve(struct pm_state_store *st, int sock, struct pm_state_peer *p,
-		      uint64_t now_ms, struct pm_state_note *note, char *err, size_t errlen);
+		      uint64_t now_ms, const struct pm_statesrv_hooks *h, struct pm_state_note *note,
+		      char *err, size_t errlen);
 /* The connection is gone: its save in flight is aborted (the last good
  * version stays). */
 void pm_statesrv_closed(struct pm_state_store *st, struct pm_state_peer *p);

@@ -91,10 +91,16 @@ static void sconn_free(struct pm_step *s, struct sconn *c)
 	free(c);
 }
 
+static bool reading(int handle, void *arg)
+{
+	return pm_state_repl_reading(arg, handle);
+}
+
 static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct sconn *c = w->arg;
 	struct pm_step *s = c->s;
+	const struct pm_statesrv_hooks hooks = { .reading = reading, .arg = s };
 	struct pm_state_link *k = s->state;
 	struct pm_state_note note;
 	char err[256] = "";
@@ -119,7 +125,8 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	}
 	if (hold_load(s, c))
 		return;
-	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &note, err, sizeof(err));
+	rc = pm_statesrv_serve(&k->store, w->fd, &c->peer, pm_now_ms(), &hooks, &note, err,
+			       sizeof(err));
 	if (rc <= 0) {
 		if (rc < 0)
 			pm_log(s, "rank %d: %s", c->peer.grank, err);

@@ -26,6 +26,7 @@
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/handshake.h"
@@ -498,6 +499,32 @@ struct pm_state_repl *pm_state_repl_new(struct pm_step *s, struct pm_state_store
 		return NULL;
 	}
 	return r;
+}
+
+static bool same_file(int a, const struct stat *sb)
+{
+	struct stat sa;
+
+	return a >= 0 && !fstat(a, &sa) && sa.st_dev == sb->st_dev && sa.st_ino == sb->st_ino;
+}
+
+bool pm_state_repl_reading(struct pm_step *s, int handle)
+{
+	struct pm_state_repl *r = s->repl;
+	struct stat sb;
+
+	if (!r)
+		return false;
+	if (fstat(handle, &sb))
+		return true; /* cannot tell: kept from the rank */
+	for (struct rlink *k = r->links; k; k = k->next) {
+		if (same_file(k->tx_fd, &sb))
+			return true;
+		for (size_t i = k->iq; i < k->nq; i++)
+			if (same_file(k->q[i].fd, &sb))
+				return true;
+	}
+	return false;
 }
 
 void pm_state_repl_counts(const struct pm_state_repl *r, uint64_t *replicated,

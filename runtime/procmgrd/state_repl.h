@@ -31,6 +31,9 @@ void pm_state_repl_free(struct pm_state_repl *r);
 void pm_state_repl_set_rate(struct pm_state_repl *r, uint64_t rate);
 /* A rank committed a version: it goes to the buddy in the background. */
 void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uint64_t version);
+/* Whether the file of handle is being sent to a node now (a swapped-in
+ * version is not handed back to its rank meanwhile). */
+bool pm_state_repl_reading(struct pm_step *s, int handle);
 /* The replacements applied since the last call (g->repl), and the spare's
  * wait: true while this node's loads should wait for a lost node's state. */
 void pm_state_repl_sync(struct pm_step *s);

@@ -41,6 +41,11 @@ struct rlink {
 	char hdr[PM_REPL_LINE_MAX + 1];
 	size_t hdr_len, hdr_off;
 	uint64_t tx_off, tx_size;
+	/* A file its rank may write again (swap): copied into the socket
+	 * (pread and send), not spliced: sendfile's pages stay referenced by
+	 * the socket after it returns, and the rank's next version would
+	 * reach the buddy in their place. */
+	bool tx_copy;
 	int32_t tx_grank;
 	char tx_name[PM_STATE_NAME_MAX + 1];
 	uint64_t tx_version;

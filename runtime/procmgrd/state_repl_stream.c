@@ -4,6 +4,8 @@
  * its replica written, sealed, kept and acknowledged the other way. */
 #include "state_repl_int.h"
 
+#include "io/memblob.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -412,7 +414,23 @@ static bool next_blob(struct rlink *k)
 	k->hdr_off = 0;
 	k->tx_off = 0;
 	k->tx_size = l.size;
+	k->tx_copy = pm_memblob_writable(k->tx_fd);
 	return true;
+}
+
+/* got bytes of the file from tx_off through a buffer: what the socket
+ * took, or -1 (errno; 0 and errno 0: the file ended short). */
+static ssize_t send_copy(struct rlink *k, uint64_t got)
+{
+	static char buf[PM_REPL_CHUNK];
+	ssize_t n = pread(k->tx_fd, buf, (size_t)got, (off_t)k->tx_off);
+
+	if (n <= 0) {
+		if (!n)
+			errno = 0;
+		return n;
+	}
+	return send(k->w.fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* Send what the socket and the bandwidth allow; EPOLLOUT while there is
@@ -451,7 +469,9 @@ void pm_repl_pump(struct rlink *k)
 				want = PM_REPL_CHUNK;
 			if (!take_tokens(k, want, &got))
 				return;
-			n = sendfile(k->w.fd, k->tx_fd, &off, (size_t)got);
+			n = k->tx_copy ? send_copy(k, got) : sendfile(k->w.fd, k->tx_fd, &off, (size_t)got);
+			if (k->tx_copy && n > 0)
+				off += n;
 			if (n > 0) {
 				k->r->tokens += got - (uint64_t)n; /* what the socket did not take */
 				k->tx_off = (uint64_t)off;

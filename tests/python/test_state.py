@@ -107,7 +107,8 @@ class _SaveCases:
         path = os.path.join(self.dir.name, "state.sock")
         self.server = FakeStateServer(path)
         self.env = mock.patch.dict(os.environ, {"PROCMGR_STATE_SOCK": path,
-                                                "PROCMGR_STATE_PREPARE": self.MODE})
+                                                "PROCMGR_STATE_PREPARE": self.MODE,
+                                                "PROCMGR_STATE_SWAP": "0"})
         self.env.start()
         state._drop()
 
@@ -337,6 +338,186 @@ class MappedPreparedSave(_SaveCases, unittest.TestCase):
             self.assertIsNone(state._prepared["f"].map)
             state.save("f", bytearray(b"2" * 8192))
         self.assertEqual(self.server.content(1), b"2" * 8192)
+
+
+def _reset_swap():
+    for sp in state._spares.values():
+        if sp.pid == os.getpid():
+            sp.map.close()
+            sp.close()
+    state._spares.clear()
+    for kept in state._maps.values():
+        for key, m in kept.items():
+            if key[2] == os.getpid():
+                m.close()
+    state._maps.clear()
+    state._loaded.clear()
+
+
+@unittest.skipUnless(os.access(os.environ.get("PM_TEST_STATESRV", "/nonexistent"), os.X_OK),
+                     "PM_TEST_STATESRV: procmgrd's state socket (tests/unit/pm-statesrv)")
+class SwapSave(unittest.TestCase):
+    """The default save (swap) against procmgrd's own state socket code
+    (io/statesrv.c in tests/unit/pm-statesrv): two files per name take
+    turns, and from the fourth save on a save maps nothing."""
+
+    def setUp(self):
+        import subprocess
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "state.sock")
+        # The refusal's test: 40,000 bytes per node.
+        limits = ["17179869184", "40000"] if "refusal" in self._testMethodName else []
+        self.srv = subprocess.Popen([os.environ["PM_TEST_STATESRV"], path] + limits,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.assertEqual(self.srv.stdout.readline(), b"ready\n")
+        self.env = mock.patch.dict(os.environ, {"PROCMGR_STATE_SOCK": path})
+        self.env.start()
+        os.environ.pop("PROCMGR_STATE_SWAP", None)
+        os.environ.pop("PROCMGR_STATE_PREPARE", None)
+        state._drop()
+        _reset_swap()
+
+    def tearDown(self):
+        for p in list(state._prepared.values()):
+            p.drop()
+        state._prepared.clear()
+        _reset_swap()
+        state._drop()
+        self.env.stop()
+        self.srv.stdin.close()
+        self.assertEqual(self.srv.wait(10), 0)
+        self.srv.stdout.close()
+        self.assertEqual(os.listdir(self.dir.name), [])  # its socket gone
+        self.dir.cleanup()
+
+    def latest(self, name):
+        """The latest version's bytes, read in a child. A load makes the
+        version's file read-only for good (procmgrd seals it: it never
+        comes back to be written), so tests call this at their end."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                state._drop()
+                v = state.load(name)
+                os.write(w, bytes(v) if v is not None else b"none")
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = b""
+        while True:
+            b = os.read(r, 1 << 20)
+            if not b:
+                break
+            out += b
+        os.close(r)
+        os.waitpid(pid, 0)
+        return out
+
+    def test_files_take_turns_and_saves_stop_mapping(self):
+        size = 256 * 1024
+        files = []
+        for i in range(1, 4):
+            self.assertEqual(state.save("m", bytearray([i]) * size, step=i), i)
+            self.assertEqual(state.saved()["m"]["step"], i)
+            sp = state._spares.get("m")
+            files.append(ino(sp.fd) if sp else None)
+        # The first save had nothing to hand back; the second got the
+        # first's file back, the third the second's.
+        self.assertIsNone(files[0])
+        self.assertIsNotNone(files[1])
+        self.assertNotEqual(files[1], files[2])
+        # From here on: no file made, nothing mapped; the two files alternate.
+        with mock.patch.object(state.mmap, "mmap", side_effect=AssertionError("mapped")), \
+                mock.patch.object(state.os, "memfd_create",
+                                  side_effect=AssertionError("a new file")):
+            for i in range(4, 9):
+                self.assertEqual(state.save("m", bytearray([i]) * size, step=i), i)
+                self.assertEqual(ino(state._spares["m"].fd), files[1 + i % 2])
+        self.assertEqual(self.latest("m"), bytes([8]) * size)
+        self.assertEqual(state._prepared, {})  # nothing prepared beside the spare
+
+    def test_a_loaded_version_is_never_written_again(self):
+        size = 64 * 1024
+        for i in range(1, 4):
+            state.save("m", bytearray([i]) * size, step=i)
+        view = state.load("m")
+        self.assertEqual(bytes(view), bytes([3]) * size)
+        for i in range(4, 9):
+            state.save("m", bytearray([i]) * size, step=i)
+        self.assertEqual(bytes(view), bytes([3]) * size)
+        self.assertEqual(self.latest("m"), bytes([8]) * size)
+
+    def test_a_new_size_starts_over(self):
+        for i in range(1, 4):
+            state.save("m", bytearray([i]) * 8192, step=i)
+        self.assertEqual(state.save("m", bytearray([9]) * 20000, step=9), 4)
+        self.assertNotIn("m", state._spares)  # the 8192-byte file was not kept
+        state.save("m", bytearray([10]) * 20000, step=10)
+        self.assertEqual(state._spares["m"].size, 20000)
+        self.assertEqual(self.latest("m"), bytes([10]) * 20000)
+
+    def test_a_forked_child_never_writes_into_its_parents_files(self):
+        for i in range(1, 4):
+            state.save("m", bytearray([i]) * 8192, step=i)
+        parent_spare = ino(state._spares["m"].fd)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                state._drop()  # its own connection, as procmgr.save makes
+                state.save("m", bytearray([7]) * 8192, step=7)
+                code = 0 if ino(state._spares.get("m").fd if "m" in state._spares
+                                else os.open("/", os.O_RDONLY)) != parent_spare else 3
+            finally:
+                os._exit(code)
+        _, st = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(st), 0)
+        self.assertEqual(self.latest("m"), bytes([7]) * 8192)
+        # The parent's spare is untouched and still its to write.
+        self.assertEqual(state.save("m", bytearray([8]) * 8192, step=8), 5)
+        self.assertEqual(self.latest("m"), bytes([8]) * 8192)
+
+    def test_a_refusal_while_copying_into_the_spare(self):
+        # procmgrd judges the limit (40,000 bytes a node here) while the
+        # spare is written: refused, the last version stays, the spare is
+        # dropped, and the next request gets its own answer.
+        for i in range(1, 4):
+            state.save("m", bytearray([i]) * 8192, step=i)
+        self.assertIn("m", state._spares)
+        state.save("x", bytearray(24000))
+        with self.assertRaises(state.StateError) as e:
+            state.save("m", bytearray([4]) * 8192, step=4)
+        self.assertIn("per-node limit of 39.1 KiB", str(e.exception))
+        self.assertNotIn("m", state._spares)
+        self.assertEqual(state.saved()["m"]["step"], 3)
+        state.save("x", bytearray(100))
+        self.assertEqual(state.save("m", bytearray([5]) * 8192, step=5), 4)
+        self.assertEqual(self.latest("m"), bytes([5]) * 8192)
+
+    def test_a_save_cut_off_in_the_copy(self):
+        # An exception in the copy (a signal's KeyboardInterrupt): begin's
+        # answer is read and its save aborted; the last version stays and
+        # the next save works.
+        for i in range(1, 4):
+            state.save("m", bytearray([i]) * 8192, step=i)
+        with mock.patch.object(state, "_copy_into", side_effect=KeyboardInterrupt):
+            with self.assertRaises(KeyboardInterrupt):
+                state.save("m", bytearray([4]) * 8192, step=4)
+        self.assertEqual(state.saved()["m"]["step"], 3)
+        self.assertEqual(state.save("m", bytearray([5]) * 8192, step=5), 4)
+        self.assertEqual(self.latest("m"), bytes([5]) * 8192)
+
+    def test_swap_off_commits_sealed(self):
+        os.environ["PROCMGR_STATE_SWAP"] = "0"
+        try:
+            for i in range(1, 4):
+                state.save("m", bytearray([i]) * 8192, step=i)
+            self.assertEqual(state._spares, {})
+            self.assertEqual(self.latest("m"), bytes([3]) * 8192)
+        finally:
+            del os.environ["PROCMGR_STATE_SWAP"]
 
 
 if __name__ == "__main__":

@@ -4,4 +4,6 @@
 py=${PYTHON3:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3) || { echo "SKIP: no python3"; exit 77; }
 src=${top_srcdir:-.}
+# procmgrd's own state socket code, served (tests/unit/statesrv_main.c).
+PM_TEST_STATESRV=${PM_TEST_STATESRV:-$(pwd)/tests/unit/pm-statesrv} export PM_TEST_STATESRV
 PYTHONPATH="$src/python" exec "$py" -m unittest discover -s "$src/tests/python" -p 'test_*.py' -v

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -111,6 +112,88 @@ static void test_replicate(void **state)
 	close(c);
 	peer_free(&sa);
 	peer_free(&sb);
+	sc_rmtmp(sc_tmp);
+}
+
+static bool sending(void *arg)
+{
+	return sc_repl(arg)->bytes_out > 0;
+}
+
+/* swap: begin, then the file given, kept writable; *back: the version it
+ * replaced, handed back (-1 none). */
+static void swap_in(int c, size_t len, int fd, unsigned step, char *out, size_t cap, int *back)
+{
+	char req[96];
+	unsigned long long ticket;
+
+	snprintf(req, sizeof(req), "begin model %zu", len);
+	assert_int_equal(sc_ask(c, req, -1, out, cap, NULL), 0);
+	assert_int_equal(sscanf(out, "ok %llu", &ticket), 1);
+	snprintf(req, sizeof(req), "swap %llu %u", ticket, step);
+	assert_int_equal(sc_ask(c, req, fd, out, cap, back), 0);
+}
+
+/* Versions swapped in (writable) are replicated whole (copied into the
+ * socket, not spliced), and one being sent is not handed back to its
+ * rank; once the buddy has it, it is. */
+static void test_replicate_swapped(void **state)
+{
+	struct tnode *a, *b;
+	struct peer sa;
+	char out[512], *got;
+	uint64_t ver;
+	int c, f1, f2, f3, back;
+	(void)state;
+
+	sc_mktmp(sc_tmp, sizeof(sc_tmp));
+	fill();
+	a = sc_node(0, 2, 0);
+	b = sc_node(1, 2, 0);
+	sc_rank_in(a, &sa, 0);
+	sc_repl(a)->rate = 8u << 20; /* 3 MiB: some 400 ms */
+	c = sc_connect(sc_sock(0));
+	f1 = sc_blob(big, sizeof(big));
+	swap_in(c, sizeof(big), f1, 1, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 1");
+	assert_int_equal(back, -1);
+	assert_true(pm_memblob_writable(f1));
+	assert_true(pm_pump(&loop, sending, a, 10000));
+	big[0] ^= 1;
+	f2 = sc_blob(big, sizeof(big));
+	swap_in(c, sizeof(big), f2, 2, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 2");
+	assert_int_equal(back, -1); /* version 1 is on its way to the buddy */
+	sc_want = 2;
+	assert_true(pm_pump(&loop, sc_replicated, a, 10000));
+	got = sc_replica(b, 0, "model", &ver);
+	assert_int_equal(ver, 2);
+	assert_memory_equal(got, big, sizeof(big));
+	free(got);
+	/* Nothing reads version 2 now: the next swap hands it back. */
+	big[1] ^= 1;
+	f3 = sc_blob(big, sizeof(big));
+	swap_in(c, sizeof(big), f3, 3, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 3");
+	assert_true(back >= 0);
+	{
+		struct stat s2, sb;
+		assert_int_equal(fstat(f2, &s2), 0);
+		assert_int_equal(fstat(back, &sb), 0);
+		assert_true(s2.st_ino == sb.st_ino);
+	}
+	sc_want = 3;
+	assert_true(pm_pump(&loop, sc_replicated, a, 10000));
+	got = sc_replica(b, 0, "model", &ver);
+	assert_int_equal(ver, 3);
+	assert_memory_equal(got, big, sizeof(big));
+	free(got);
+	close(back);
+	close(f1);
+	close(f2);
+	close(f3);
+	close(c);
+	peer_free(&sa);
 	sc_rmtmp(sc_tmp);
 }
 
@@ -317,6 +400,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_replicate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replicate_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spare_push, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spare_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holder_lost, setup, teardown),

@@ -39,6 +39,7 @@ static void test_requests(void **state)
 	roundtrip("begin opt.state_v-2 1\n", false, PM_SP_BEGIN);
 	roundtrip("commit 7 24", true, PM_SP_COMMIT);
 	roundtrip("commit 18446744073709551615 0", true, PM_SP_COMMIT);
+	roundtrip("swap 7 24", true, PM_SP_SWAP);
 	roundtrip("abort 3", false, PM_SP_ABORT);
 	roundtrip("load model", false, PM_SP_LOAD);
 	roundtrip("list", false, PM_SP_LIST);
@@ -47,6 +48,8 @@ static void test_requests(void **state)
 	assert_true(r.size == PM_SP_SIZE_MAX);
 	assert_int_equal(pm_sp_parse("commit 5 99", 11, true, &r, err, sizeof(err)), 0);
 	assert_true(r.ticket == 5 && r.step == 99);
+	assert_int_equal(pm_sp_parse("swap 6 100", 10, true, &r, err, sizeof(err)), 0);
+	assert_true(r.kind == PM_SP_SWAP && r.ticket == 6 && r.step == 100);
 }
 
 static void refused(const char *line, size_t len, bool fd, const char *want)
@@ -73,7 +76,7 @@ static void test_refusals(void **state)
 	refused("load a\nload b", 13, false, "byte 7 is 0x0a");
 	refused("load \x01", 6, false, "printable ASCII");
 	refused("load m\0x", 8, false, "byte 7 is 0x00");
-	refused("save model 10", 13, false, "unknown request 'save': begin, commit, abort, load or list");
+	refused("save model 10", 13, false, "unknown request 'save': begin, commit, swap, abort, load or list");
 	refused("begin model", 11, false, "'begin' takes 2 arguments: begin NAME SIZE");
 	refused("begin model 1 2", 15, false, "'begin' takes 2 arguments");
 	refused("begin a b c d e f", 17, false, "'begin' takes 2 arguments");
@@ -90,6 +93,10 @@ static void test_refusals(void **state)
 	refused("commit 0 0", 10, true, "bad ticket '0'");
 	refused("commit x 0", 10, true, "bad ticket");
 	refused("commit 1 1e3", 12, true, "bad step '1e3': a whole number, 0 for none");
+	refused("swap 1 0", 8, false, "needs its descriptor attached (SCM_RIGHTS)");
+	refused("swap 0 0", 8, true, "bad ticket '0'");
+	refused("swap 1 x", 8, true, "bad step 'x'");
+	refused("swap 1", 6, true, "'swap' takes 2 arguments: swap TICKET STEP");
 	refused("abort 18446744073709551616", 26, false, "bad ticket");
 	refused("load ", 5, false, "'load' takes 1 argument: load NAME");
 }

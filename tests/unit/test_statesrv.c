@@ -56,6 +56,8 @@ static void pair_close(struct pm_state_store *st, struct pair *p)
 	close(p->srv);
 }
 
+static const struct pm_statesrv_hooks *hooks; /* NULL but in the swap tests */
+
 /* One request through the server: its reply (and descriptor, if any). */
 static int ask(struct pm_state_store *st, struct pair *p, const char *req, int fd, char *out,
 	       size_t cap, int *rfd, struct pm_state_note *note)
@@ -65,7 +67,7 @@ static int ask(struct pm_state_store *st, struct pair *p, const char *req, int f
 	int tmp = -1;
 
 	assert_int_equal(pm_fd_send(p->cli, req, strlen(req), fd), 0);
-	if (pm_statesrv_serve(st, p->srv, &p->peer, 5000, note, err, sizeof(err)) != 1)
+	if (pm_statesrv_serve(st, p->srv, &p->peer, 5000, hooks, note, err, sizeof(err)) != 1)
 		fail_msg("serve '%s': %s", req, err);
 	n = pm_fd_recv(p->cli, out, cap - 1, rfd ? rfd : &tmp);
 	assert_true(n > 0);
@@ -219,7 +221,7 @@ static void test_limits_and_refusals(void **state)
 	}
 	/* A bad request is answered, the connection stays. */
 	ask(&st, &b, "save model 3", -1, out, sizeof(out), NULL, &note);
-	assert_string_equal(out, "err unknown request 'save': begin, commit, abort, load or list");
+	assert_string_equal(out, "err unknown request 'save': begin, commit, swap, abort, load or list");
 	/* A ticket of another connection, or none. */
 	ask(&st, &a, "begin model 2", -1, out, sizeof(out), NULL, &note);
 	assert_string_equal(out, "ok 4");
@@ -278,7 +280,7 @@ static void test_cut_off(void **state)
 	assert_string_equal(out, "ok 2");
 	assert_int_equal(st.pending, 4);
 	close(a.cli); /* SIGKILL */
-	assert_int_equal(pm_statesrv_serve(&st, a.srv, &a.peer, 0, &note, err, sizeof(err)), 0);
+	assert_int_equal(pm_statesrv_serve(&st, a.srv, &a.peer, 0, NULL, &note, err, sizeof(err)), 0);
 	pm_statesrv_closed(&st, &a.peer);
 	close(a.srv);
 	assert_int_equal(st.pending, 0);
@@ -302,6 +304,114 @@ static void stat_file(const char *root, int pid, const char *comm, int ppid)
 	fprintf(f, "%d (%s) S %d 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 %d 100 10\n", pid,
 		comm, ppid, 1000 + pid);
 	fclose(f);
+}
+
+/* swap: the file given, its version kept writable; the reply hands back
+ * the version it replaced (*back, -1 if none). Returns the reply in out. */
+static void swap(struct pm_state_store *st, struct pair *p, const char *name, int fd,
+		 size_t len, unsigned step, char *out, size_t cap, int *back)
+{
+	char req[128];
+	struct pm_state_note note;
+	unsigned long long ticket;
+
+	*back = -1;
+	snprintf(req, sizeof(req), "begin %s %zu", name, len);
+	ask(st, p, req, -1, out, cap, NULL, &note);
+	assert_int_equal(sscanf(out, "ok %llu", &ticket), 1);
+	snprintf(req, sizeof(req), "swap %llu %u", ticket, step);
+	ask(st, p, req, fd, out, cap, back, &note);
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+static int reading_fd = -1;
+static bool reading(int handle, void *arg)
+{
+	(void)arg;
+	return reading_fd >= 0 && same_file(handle, reading_fd);
+}
+
+/* Two files per name take turns: each swap hands back the one before,
+ * writable and of its size, while the version kept is the new one; a
+ * committed (sealed) version, a loaded one and one being sent to the
+ * buddy never come back. */
+static void test_swap_takes_turns(void **state)
+{
+	static const struct pm_statesrv_hooks h = { .reading = reading };
+	struct pm_state_store st;
+	struct pair a, b;
+	char out[1024], bytes[256];
+	int f1, f2, back, back2, before = open_fds();
+	(void)state;
+
+	hooks = &h;
+	pm_state_init(&st, &cfg, 0);
+	pair_open(&a, 3);
+	f1 = rank_blob("version one", 11);
+	swap(&st, &a, "model", f1, 11, 1, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 1");
+	assert_int_equal(back, -1); /* nothing before it */
+	f2 = rank_blob("version two", 11);
+	swap(&st, &a, "model", f2, 11, 2, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 2");
+	assert_true(back >= 0 && same_file(back, f1));
+	assert_true(pm_memblob_writable(back));
+	/* Its size is fixed (nothing procmgrd reads may end short). */
+	assert_int_equal(ftruncate(back, 3), -1);
+	/* Written again in place: the next version, f2 comes back. */
+	assert_int_equal(pwrite(back, "version 333", 11, 0), 11);
+	swap(&st, &a, "model", back, 11, 3, out, sizeof(out), &back2);
+	assert_string_equal(out, "ok 3");
+	assert_true(back2 >= 0 && same_file(back2, f2));
+	close(back);
+	close(f2);
+	/* Being sent to the buddy: kept, not handed back. */
+	reading_fd = f1;
+	assert_int_equal(pwrite(back2, "version 444", 11, 0), 11);
+	swap(&st, &a, "model", back2, 11, 4, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 4");
+	assert_int_equal(back, -1);
+	reading_fd = -1;
+	close(back2);
+	close(f1);
+	/* A commit's version is sealed: a swap after it gets nothing back. */
+	save(&st, &a, "model", "version 555", 5, out, sizeof(out));
+	assert_string_equal(out, "ok 5");
+	f1 = rank_blob("version six", 11);
+	swap(&st, &a, "model", f1, 11, 6, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 6");
+	assert_int_equal(back, -1);
+	pair_close(&st, &a);
+	/* The next generation loads version 6 (its file is sealed then, a
+	 * writable mapping refused: load() checks it) and swaps twice: the
+	 * loaded file never comes back to be written. */
+	pair_open(&b, 3);
+	load(&st, &b, "model", out, bytes, sizeof(bytes));
+	assert_string_equal(bytes, "version six");
+	assert_false(pm_memblob_writable(f1));
+	close(f1);
+	f2 = rank_blob("version sev", 11);
+	swap(&st, &b, "model", f2, 11, 7, out, sizeof(out), &back);
+	assert_string_equal(out, "ok 7");
+	assert_int_equal(back, -1);
+	/* A swap of the wrong size is refused; version 7 stays. */
+	f1 = rank_blob("short", 5);
+	swap(&st, &b, "model", f1, 11, 8, out, sizeof(out), &back);
+	assert_string_equal(out, "err 5 bytes, not the 11 announced");
+	assert_int_equal(back, -1);
+	close(f1);
+	load(&st, &b, "model", out, bytes, sizeof(bytes));
+	assert_string_equal(bytes, "version sev");
+	close(f2);
+	pair_close(&st, &b);
+	pm_state_clear(&st, release, NULL);
+	hooks = NULL;
+	assert_int_equal(open_fds(), before);
 }
 
 static void test_peer_index(void **state)
@@ -345,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_save_load_versions),
 		cmocka_unit_test(test_limits_and_refusals),
 		cmocka_unit_test(test_cut_off),
+		cmocka_unit_test(test_swap_takes_turns),
 		cmocka_unit_test(test_peer_index),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
