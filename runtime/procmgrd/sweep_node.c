@@ -13,6 +13,24 @@ static bool is_sweep(const struct pm_step *s)
 	return s->opts.sweep[0] != '\0';
 }
 
+/* The end of an attempt that never ran on local rank lrank (gen 0: none
+ * did), to the root. */
+static void never_ran(struct pm_step *s, int lrank, uint32_t gen)
+{
+	struct pm_msg out;
+
+	pm_msg_init(&out, PM_MSG_TRIAL_EXIT);
+	out.gen = gen;
+	out.node = s->node;
+	out.rank = lrank;
+	out.count = PM_FLAG_STOPPED;
+	if (s->gen.root) {
+		if (PM_HOOK(s, trial_exit))
+			PM_HOOK(s, trial_exit)(s, &out);
+	} else
+		pm_step_ops.send_up(s, &out);
+}
+
 /* A root that took over (sweep_loss.h) stops, on every node, the trials
  * the old root started: TRIAL_STOP with node -1 and gen its attempt base,
  * down the whole tree. Each slot answers once per base with a TRIAL_EXIT:
@@ -40,15 +58,7 @@ static void reclaim(struct pm_step *s, const struct pm_msg *m)
 			continue;
 		}
 		sn->cur[lr] = 0;
-		pm_msg_init(&out, PM_MSG_TRIAL_EXIT);
-		out.node = s->node;
-		out.rank = lr;
-		out.count = PM_FLAG_STOPPED;
-		if (s->gen.root) {
-			if (PM_HOOK(s, trial_exit))
-				PM_HOOK(s, trial_exit)(s, &out);
-		} else
-			pm_step_ops.send_up(s, &out);
+		never_ran(s, lr, 0);
 	}
 }
 
@@ -84,8 +94,15 @@ void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m)
 			/* Its supervisor comes later: it gets it at its HELLO. */
 			s->sweep_node->pending[lrank] = *m;
 			s->sweep_node->has_pending[lrank] = true;
-		} else {
+		} else if (s->sweep_node->has_pending[lrank] &&
+			   s->sweep_node->pending[lrank].gen == m->gen) {
+			/* Stopped before its supervisor came: it never ran, and
+			 * the root waits for every rank's end of the attempt (a
+			 * multi-rank trial whose first rank failed at once hung
+			 * here for ever). */
 			s->sweep_node->has_pending[lrank] = false;
+			s->sweep_node->cur[lrank] = 0;
+			never_ran(s, lrank, m->gen);
 		}
 		return;
 	}

@@ -437,11 +437,26 @@ static void test_health_failed(void **state)
 		       "available; ending the sweep");
 }
 
+static struct pm_msg exit_seen;
+static int exits_seen;
+static void record_exit(struct pm_step *s, const struct pm_msg *m)
+{
+	(void)s;
+	exit_seen = *m;
+	exits_seen++;
+}
+
 /* A TRIAL_START for a supervisor not connected yet waits for its HELLO; a
- * TRIAL_STOP before it takes it back. News of an attempt the root never
+ * TRIAL_STOP before it takes it back and answers for it: the attempt
+ * ended, stopped, on that slot (the root waits for every rank's end: a
+ * 3-rank trial whose first rank failed at once, before the third rank's
+ * supervisor connected, hung the sweep for ever). A stop of another
+ * attempt leaves the pending start. News of an attempt the root never
  * started is not taken for a trial's. */
 static void test_start_before_hello(void **state)
 {
+	struct pm_step_hooks hooks;
+	const struct pm_step_hooks *was;
 	char err[256], path[128];
 	struct pm_msg m;
 	struct sup u;
@@ -463,9 +478,29 @@ static void test_start_before_hello(void **state)
 	pm_msg_set_text(&m, "x 1 0 1 127.0.0.1 1\nexit 0");
 	pm_sweep_node_route(&nodes[0].s, &m);
 	assert_true(nodes[0].s.sweep_node->has_pending[0]);
+	was = nodes[0].s.hooks;
+	hooks = *was;
+	hooks.trial_exit = record_exit;
+	nodes[0].s.hooks = &hooks;
+	exits_seen = 0;
 	m.type = PM_MSG_TRIAL_STOP;
+	m.gen = 98; /* not the attempt pending: kept */
+	pm_sweep_node_route(&nodes[0].s, &m);
+	assert_true(nodes[0].s.sweep_node->has_pending[0]);
+	assert_int_equal(exits_seen, 0);
+	m.gen = 99;
 	pm_sweep_node_route(&nodes[0].s, &m);
 	assert_false(nodes[0].s.sweep_node->has_pending[0]);
+	assert_int_equal(exits_seen, 1);
+	assert_int_equal(exit_seen.type, PM_MSG_TRIAL_EXIT);
+	assert_int_equal(exit_seen.gen, 99);
+	assert_int_equal(exit_seen.rank, 0);
+	assert_int_equal(exit_seen.node, 0);
+	assert_true(exit_seen.count & PM_FLAG_STOPPED);
+	/* Said once: a second stop finds nothing pending. */
+	pm_sweep_node_route(&nodes[0].s, &m);
+	assert_int_equal(exits_seen, 1);
+	nodes[0].s.hooks = was;
 	m.type = PM_MSG_TRIAL_START;
 	m.status = 1; /* local rank 1: waits for its supervisor */
 	pm_sweep_node_route(&nodes[0].s, &m);
