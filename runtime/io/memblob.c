@@ -142,7 +142,7 @@ bool pm_memblob_writable(int fd)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	return seals >= 0 && !(seals & F_SEAL_WRITE);
+	return seals >= 0 && !(seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE));
 }
 
 int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
