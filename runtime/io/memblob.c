@@ -116,26 +116,39 @@ static int check_file(int fd, uint64_t expect, uint64_t *size, char *err, size_t
 	return seals;
 }
 
-int pm_memblob_fix(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
+/* want added to fd's seals (a memory file of expect bytes); made, names
+ * what procmgr would have made of it ("make it read-only"), needs the
+ * seals' names for the message. */
+static int add_seals(int fd, uint64_t expect, uint64_t *size, int want, const char *made,
+		     const char *needs, char *err, size_t errlen)
 {
 	int seals = check_file(fd, expect, size, err, errlen);
 
 	if (seals < 0)
 		return -1;
-	if ((seals & PM_SIZE_SEALS) == PM_SIZE_SEALS)
+	if ((seals & want) == want)
 		return 0;
 	if (seals & F_SEAL_SEAL) {
-		snprintf(err, errlen, "%s",
-			 seals == F_SEAL_SEAL
-				 ? "created without MFD_ALLOW_SEALING: procmgr cannot fix its size"
-				 : "sealed without F_SEAL_SHRINK and F_SEAL_GROW: leave the sealing to procmgr");
+		if (seals == F_SEAL_SEAL)
+			snprintf(err, errlen, "created without MFD_ALLOW_SEALING: procmgr cannot %s",
+				 made);
+		else
+			snprintf(err, errlen, "sealed without %s: leave the sealing to procmgr", needs);
 		return -1;
 	}
-	if (fcntl(fd, F_ADD_SEALS, PM_SIZE_SEALS) < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
+	if (fcntl(fd, F_ADD_SEALS, want) < 0) {
+		snprintf(err, errlen, "%s",
+			 errno == EBUSY ? "still mapped writable: unmap it before saving"
+					: strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+int pm_memblob_fix(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
+{
+	return add_seals(fd, expect, size, PM_SIZE_SEALS, "fix its size",
+			 "F_SEAL_SHRINK and F_SEAL_GROW", err, errlen);
 }
 
 bool pm_memblob_writable(int fd)
@@ -147,26 +160,8 @@ bool pm_memblob_writable(int fd)
 
 int pm_memblob_seal(int fd, uint64_t expect, uint64_t *size, char *err, size_t errlen)
 {
-	int seals = check_file(fd, expect, size, err, errlen);
-
-	if (seals < 0)
-		return -1;
-	if ((seals & PM_SEALS) != PM_SEALS) {
-		if (seals & F_SEAL_SEAL) {
-			snprintf(err, errlen, "%s",
-				 seals == F_SEAL_SEAL
-					 ? "created without MFD_ALLOW_SEALING: procmgr cannot make it read-only"
-					 : "sealed without F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW: leave the sealing to procmgr");
-			return -1;
-		}
-		if (fcntl(fd, F_ADD_SEALS, PM_SEALS) < 0) {
-			snprintf(err, errlen, "%s",
-				 errno == EBUSY ? "still mapped writable: unmap it before saving"
-						: strerror(errno));
-			return -1;
-		}
-	}
-	return 0;
+	return add_seals(fd, expect, size, PM_SEALS, "make it read-only",
+			 "F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW", err, errlen);
 }
 
 int pm_memblob_from(const char *name, const void *buf, size_t len)
