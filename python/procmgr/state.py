@@ -275,6 +275,12 @@ def _writable_map(fd, size):
         m.madvise(mmap.MADV_DONTFORK)
     except (AttributeError, OSError):
         pass
+    try:
+        # 2 MiB pages where the site allows them for shared memory
+        # (shmem_enabled advise): fewer TLB misses in every copy into it.
+        m.madvise(mmap.MADV_HUGEPAGE)
+    except (AttributeError, OSError):
+        pass
     return m
 
 
