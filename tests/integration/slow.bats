@@ -109,6 +109,7 @@ show() {
 	needs_torch
 	OMP_NUM_THREADS=1 timeout 500 "${SRUN[@]}" -N3 --ntasks-per-node=1 "${SLOW[@]}" --procmgr-verbose \
 		"${TRAIN[@]}" --ckpt-dir "$W/ckpt" --steps 1000000 >"$W/out" 2>&1 &
+	local pid=$!
 	throttle 2 || { show; false; }
 	wait_until 200 said "node ${P}2 is slow" || { show; false; }
 	job=$(squeue -h -o %i | head -n 1)
@@ -127,7 +128,8 @@ show() {
 	run "$PROCMGR" status "$job"
 	! grep -q "SLOW" <<<"$output"
 	scancel "$job"
-	wait || true
+	# Its own pid: a bare wait would also wait for bats' timeout watchdog.
+	wait "$pid" || true
 	show
 	[ "$(grep -c " is slow" "$W/out")" = 1 ]
 	[ "$(grep -c " is no longer slow" "$W/out")" = 1 ]

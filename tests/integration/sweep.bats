@@ -193,6 +193,7 @@ teardown() {
 		echo "[pair ranks=2] touch $W/up.\$PROCMGR_TRIAL.\$RANK; while [ ! -e $W/go ]; do sleep 0.1; done"
 	} >trials.txt
 	sweep trials.txt >out 2>&1 &
+	local pid=$!
 	# 16 slots: broken ends at once, then 16 ranks wait for go.
 	wait_until 60 bash -c "[ \$(ls $W/up.* 2>/dev/null | wc -l) -ge 16 ]"
 	job=$(squeue -h -o %i | head -n 1)
@@ -215,7 +216,8 @@ assert t["broken"]["state"] == "failed" and t["broken"]["exit"] == 4, t["broken"
 assert t["broken"]["error"] == "cannot open data.csv", t["broken"]
 assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$output"
 	touch go
-	wait
+	# Its own pid: a bare wait would also wait for bats' timeout watchdog.
+	wait "$pid"
 	cat out
 	grep -q "procmgr: sweep of 21 trials: 20 done, 1 failed" out
 }
@@ -289,6 +291,7 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	done >trials.txt
 	echo "[q ranks=16] touch $W/up.q" >>trials.txt # waits: a, b and c hold slots
 	sweep trials.txt >out 2>&1 &
+	local pid=$!
 	wait_until 60 bash -c "[ -e $W/up.a.0 ] && [ -e $W/up.b.0 ] && [ -e $W/up.c.0 ]"
 	job=$(squeue -h -o %i | head -n 1)
 	run "$PROCMGR" stop "$job.0" --trial nosuch
@@ -316,7 +319,7 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	[[ "$output" == *"cannot stop trial b of step $job.0: it has ended (failed)"* ]]
 	touch go
 	wait_until 60 grep -q "procmgr: sweep of 4 trials" out
-	wait
+	wait "$pid"
 	cat out
 	grep -q "procmgr: sweep of 4 trials: 2 done, 2 failed" out
 	grep -q "trial a: .* asked for a restart; restarting it alone (restart 1)" out
