@@ -117,7 +117,6 @@ _prepared = {}
 
 class _Prepared:
     def __init__(self, name, size):
-        self.pid = os.getpid()
         self.size = size
         self.fd = -1
         self.map = None
@@ -203,20 +202,17 @@ def _prepare_wanted():
 
 def _take_prepared(name, size):
     """(fd, mapping or None): a memory file of size bytes for name's next
-    version: the prepared one when there is one of that size (this
-    process's: a fork's child has its own), else a fresh one (no mapping)."""
+    version: the prepared one when there is one of that size (a fork's
+    child has none of its parent's: _forget_parents), else a fresh one (no
+    mapping)."""
     p = _prepared.pop(name, None)
     fd, m = -1, None
     if p is not None:
-        if p.pid == os.getpid():
-            fd, m = p.take()
-            if fd >= 0 and p.size != size:
-                if m is not None:
-                    m.close()
-                m = None
-        else:
-            # The parent's thread and descriptor: not this process's to use.
-            p.fd, p.map = -1, None
+        fd, m = p.take()
+        if fd >= 0 and p.size != size:
+            if m is not None:
+                m.close()
+            m = None
     if fd < 0:
         fd = os.memfd_create("procmgr-" + name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
@@ -240,8 +236,25 @@ def _take_prepared(name, size):
 # memory"). Two files per name take turns; the one procmgrd keeps is never
 # written by this module until it comes back.
 _spares = {}   # name -> _Spare: the file the next save writes into
-_maps = {}     # name -> {inode: mmap}: files swapped in, mapped, kept for their return
+_maps = {}     # name -> {(dev, inode): mmap}: files swapped in, mapped, kept for their return
 _loaded = set()  # inodes this process loaded: never written (a load maps them)
+
+
+# A fork's child inherits these objects but not the mappings behind them
+# (MADV_DONTFORK): were one of them freed in the child, its munmap would
+# hit whatever the child mapped at that address since. The child keeps
+# them here, never used and never freed, and starts with none of its own.
+_inherited = []
+
+
+def _forget_parents():
+    _inherited.append((_spares.copy(), _maps.copy(), _prepared.copy()))
+    _spares.clear()
+    _maps.clear()
+    _prepared.clear()
+
+
+os.register_at_fork(after_in_child=_forget_parents)
 
 
 def _swap_wanted():
@@ -250,7 +263,6 @@ def _swap_wanted():
 
 class _Spare:
     def __init__(self, fd, m, size):
-        self.pid = os.getpid()
         self.fd = fd
         self.map = m
         self.size = size
@@ -285,13 +297,11 @@ def _writable_map(fd, size):
 
 
 def _take_spare(name, size):
-    """The spare file of name, if it is this process's and of size bytes;
-    else None (and a stale one dropped)."""
+    """The spare file of name, if it is of size bytes; else None (and a
+    stale one dropped)."""
     sp = _spares.pop(name, None)
     if sp is None:
         return None
-    if sp.pid != os.getpid():
-        return None  # the parent's: not this process's to write or close
     if sp.size != size:
         sp.close()
         _maps.pop(name, None)  # every kept mapping is of the old size
@@ -303,13 +313,12 @@ def _swapped(name, fd, m, size, back):
     """After a swap of fd (mapped by m, or None): m is kept for fd's return,
     back (the version replaced, handed back, or None) becomes the next
     spare, and the mappings of files procmgrd keeps no more go."""
-    me = os.getpid()
     kept = _maps.pop(name, {})
     spare = None
     if back is not None:
         try:
             ident, bsize = _ino(back)
-            bm = kept.pop(ident + (me,), None)
+            bm = kept.pop(ident, None)
             if ident in _loaded or bsize != size:
                 if bm is not None:
                     bm.close()
@@ -318,13 +327,11 @@ def _swapped(name, fd, m, size, back):
                 spare = _Spare(back, bm if bm is not None else _writable_map(back, size), size)
         except (OSError, ValueError):
             os.close(back)
-    for key, old in kept.items():
-        # A fork's copy of the parent's entries is not mapped here
-        # (MADV_DONTFORK): unmapping its range could hit a mapping of ours.
-        if key[2] == me and old is not m:
+    for old in kept.values():
+        if old is not m:
             old.close()
     if m is not None:
-        _maps[name] = {_ino(fd)[0] + (me,): m}
+        _maps[name] = {_ino(fd)[0]: m}
     if spare is not None:
         _spares[name] = spare
 
@@ -513,6 +520,7 @@ def save(name, buffer, step=0, prepare=None, wait=True, _copied=None):
                 _copy_into(m, view)
                 pending = False
                 text, _ = _reply()
+                ticket = int(text.split()[1])
             else:
                 ticket = int(text.split()[1])
                 fd, m = _take_prepared(name, size)
@@ -520,7 +528,6 @@ def save(name, buffer, step=0, prepare=None, wait=True, _copied=None):
                     _copy_into(m, view)
                 else:
                     _write_all(fd, view)
-            ticket = int(text.split()[1])
             if _copied is not None:
                 _copied()
             if not swap and m is not None:
@@ -572,7 +579,7 @@ def load_info(name):
         # Never written again by this process (swap): the view maps it.
         ident, _ = _ino(fd)
         _loaded.add(ident)
-        _maps.get(name, {}).pop(ident + (os.getpid(),), None)
+        _maps.get(name, {}).pop(ident, None)
         if info["size"] == 0:
             return memoryview(b""), info
         # Every page mapped now, in one call: reading a large version

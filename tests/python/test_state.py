@@ -342,14 +342,12 @@ class MappedPreparedSave(_SaveCases, unittest.TestCase):
 
 def _reset_swap():
     for sp in state._spares.values():
-        if sp.pid == os.getpid():
-            sp.map.close()
-            sp.close()
+        sp.map.close()
+        sp.close()
     state._spares.clear()
     for kept in state._maps.values():
-        for key, m in kept.items():
-            if key[2] == os.getpid():
-                m.close()
+        for m in kept.values():
+            m.close()
     state._maps.clear()
     state._loaded.clear()
 
@@ -466,8 +464,16 @@ class SwapSave(unittest.TestCase):
         if pid == 0:
             code = 1
             try:
+                # None of the parent's files or mappings (not mapped here,
+                # MADV_DONTFORK), yet their objects kept alive: freeing one
+                # would unmap whatever the child has at that address.
+                if state._spares or state._maps or not state._inherited:
+                    os._exit(4)
+                kept = state._inherited[-1][0]["m"].map
                 state._drop()  # its own connection, as procmgr.save makes
                 state.save("m", bytearray([7]) * 8192, step=7)
+                if state._inherited[-1][0]["m"].map is not kept or kept.closed:
+                    os._exit(5)
                 code = 0 if ino(state._spares.get("m").fd if "m" in state._spares
                                 else os.open("/", os.O_RDONLY)) != parent_spare else 3
             finally:
