@@ -265,6 +265,16 @@ def maybe_crash(step, rank, timings):
         os._exit(1)
 
 
+def leave(code):
+    """Exit with CODE, the process group destroyed first. A process that
+    exits with it alive runs gloo's destructors at interpreter shutdown,
+    where under load one aborted ("terminate called without an active
+    exception", exit -6 instead of CODE)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    sys.exit(code)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=60)
@@ -349,7 +359,7 @@ def main():
     dist.all_reduce(s, op=dist.ReduceOp.MAX)
     if s[0].item() != start or -s[1].item() != start:
         log(f"ranks disagree on the checkpoint to resume from ({ckpt})")
-        sys.exit(2)
+        leave(2)
     if start:
         log(f"resumed from step {start} ({how})")
 
@@ -402,10 +412,10 @@ def main():
         if not (math.isfinite(hi.item()) and math.isfinite(lo.item())):
             log(f"training diverged: the final loss is {lo.item()!r} to {hi.item()!r} "
                 f"(--width {args.width} at --lr {args.lr}: lower --lr)")
-            sys.exit(4)
+            leave(4)
         if hi.item() != lo.item():
             log(f"replicas differ: {lo.item()!r} to {hi.item()!r}")
-            sys.exit(3)
+            leave(3)
         print(f"final loss: {final.item()!r} after {args.steps} steps, "
               f"{world} ranks, generation "
               f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", flush=True)

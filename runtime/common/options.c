@@ -13,6 +13,9 @@
 
 /* srun --help has no common legend: each duration option ends with the
  * forms, short. A bare number is seconds, not Slurm's minutes. */
+/* A number's macro as text, for the help that names a default. */
+#define PM_STR_(x) #x
+#define PM_STR(x) PM_STR_(x)
 #define PM_TIME_HELP "; TIME: seconds, 90s, 5m, 2h, 1d, M:S, H:M:S or D-H[:M[:S]]"
 
 const struct pm_optdesc pm_optdescs[] = {
@@ -47,7 +50,8 @@ const struct pm_optdesc pm_optdescs[] = {
 	  "(default 10 s; a stack not taken says why)" PM_TIME_HELP },
 	{ "slow", "on|off|INTERVAL[,THRESHOLD%]",
 	  "Find a node slower than the others (heartbeats with the step; see PROCMGR_HEARTBEAT): "
-	  "a summary every INTERVAL (5 s), flagged THRESHOLD% (20%) over the job's median" PM_TIME_HELP },
+	  "a summary every INTERVAL (on: " PM_STR(PM_DEFAULT_SLOW_INTERVAL_S) " s), flagged THRESHOLD% "
+	  "(on: " PM_STR(PM_DEFAULT_SLOW_THRESHOLD_PCT) "%) over the job's median" PM_TIME_HELP },
 	{ "evict-slow", NULL,
 	  "Replace a node found slow by a spare (implies --procmgr-slow; needs --procmgr-spares)" },
 	{ "sweep", "FILE",
@@ -454,6 +458,18 @@ int pm_opts_resolve(struct pm_opts *out, const struct pm_site *site,
 			 "--procmgr-restart=on-failure[:N] (N restarts bound the replacements too)",
 			 out->spares);
 		return -1;
+	}
+
+	/* Eviction needs detection: the step gets its interval written out,
+	 * since slurmstepd reads every field as set (a bare "slow=off" next to
+	 * "evict-slow" there turned detection off). */
+	if (out->evict_slow && !out->slow_interval_ms) {
+		if (out->set & PM_SET_SLOW) {
+			snprintf(err, errlen, "--procmgr-evict-slow needs slow-node detection, "
+				 "which --procmgr-slow=off turns off: drop one of the two");
+			return -1;
+		}
+		out->slow_interval_ms = PM_DEFAULT_SLOW_INTERVAL_MS;
 	}
 
 	if (out->trial_ranks && !out->sweep[0]) {

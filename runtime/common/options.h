@@ -122,7 +122,8 @@ struct pm_site {
  * was flagged at 20% and 30%, none at 40% (bench/slow-testbed, replayed);
  * a node whose ranks compute 1.5x the others' still passes 1.4x.
  * Dedicated nodes can use 20%. */
-#define PM_DEFAULT_SLOW_INTERVAL_MS 5000
+#define PM_DEFAULT_SLOW_INTERVAL_S 5
+#define PM_DEFAULT_SLOW_INTERVAL_MS (PM_DEFAULT_SLOW_INTERVAL_S * 1000)
 #define PM_DEFAULT_SLOW_THRESHOLD_PCT 40
 #define PM_MAX_TRIAL_RANKS 1000000
 /* Every link (tree and supervisors) says something at least every third

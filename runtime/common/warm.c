@@ -200,11 +200,11 @@ int pm_warm_mode_parse(const char *s, enum pm_warm_mode *mode, char *mods, size_
 		mods[0] = '\0';
 	if (!s)
 		return -1;
-	if (!strcmp(s, "off") || !strcmp(s, "no")) {
+	if (!strcmp(s, "off")) {
 		*mode = PM_WARM_OFF;
 		return 0;
 	}
-	if (!strcmp(s, "on") || !strcmp(s, "yes")) {
+	if (!strcmp(s, "on")) {
 		*mode = PM_WARM_CONTRACT;
 		return 0;
 	}

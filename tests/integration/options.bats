@@ -4,14 +4,26 @@ load helpers
 
 next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }
 
-@test "srun --help lists every procmgr option" {
+@test "srun --help lists every procmgr option, README's option list is the same, and one slow default" {
 	run srun --help
 	[ "$status" -eq 0 ]
-	for o in procmgr procmgr-restart procmgr-restart-delay procmgr-grace \
-		procmgr-bind procmgr-health procmgr-health-interval \
-		procmgr-hang-timeout procmgr-verbose; do
-		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; return 1; }
-	done
+	help=$(grep -o -- '--procmgr[a-z-]*' <<<"$output" | sort -u)
+	# README's list: from "Options (" to "Commands:".
+	readme=$(sed -n '/^Options (/,/^Commands:/p' "$BATS_TEST_DIRNAME/../../README.md" |
+		grep -o -- '--procmgr[a-z-]*' | sort -u)
+	[ "$(wc -l <<<"$help")" -ge 17 ] || { echo "srun --help lists too few: $help"; return 1; }
+	[ "$help" = "$readme" ] || { echo "srun --help and README differ:"; diff <(echo "$help") <(echo "$readme"); return 1; }
+	# The help names the default that the step runs with (options.h).
+	pct=$(sed -n 's/^#define PM_DEFAULT_SLOW_THRESHOLD_PCT \([0-9]*\)$/\1/p' \
+		"$BATS_TEST_DIRNAME/../../runtime/common/options.h")
+	flat=$(tr -s ' \n' '  ' <<<"$output") # srun wraps the help's lines
+	[ -n "$pct" ] && [[ "$flat" == *"(on: $pct%)"* ]] || { echo "slow's default $pct% not in: $output"; return 1; }
+	run srun -N1 -n1 --procmgr-slow=on --procmgr-verbose true
+	[[ "$output" == *"slow=5,$pct%"* ]] || { echo "$output"; return 1; }
+	# Eviction alone turns detection on: the step runs with it, and says so.
+	run srun -N1 -n1 --procmgr-evict-slow --procmgr-verbose printenv PROCMGR_STEP_OPTIONS
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[[ "$output" == *"slow=5,$pct%"* && "$output" != *"slow=off"* ]] || { echo "$output"; return 1; }
 }
 
 @test "durations in Slurm's forms reach the ranks resolved to seconds; --help says so" {
@@ -61,9 +73,16 @@ next_job_id() { scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}'; }
 	health gpu,bogus unknown check
 	health-interval 0.5 0 (off) or a duration from 1 s
 	hang-timeout abc 0 (off) or a duration from 0.1 s
+	warm yes on, off or python:MOD[,MOD...]
+	warm no on, off or python:MOD[,MOD...]
+	slow 5s,0% on, off (or 0), or an interval
 	LIST
 	after=$(next_job_id)
 	[ "$before" = "$after" ] || { echo "jobs were created: $before -> $after"; return 1; }
+	# Two options that contradict each other: refused the same way.
+	run srun -N1 --procmgr-slow=off --procmgr-evict-slow true
+	[ "$status" -ne 0 ] && [[ "$output" == *"--procmgr-evict-slow needs slow-node detection"* ]] ||
+		{ echo "$output"; return 1; }
 }
 
 @test "sbatch and salloc refuse a bad value before a job exists" {

@@ -1258,8 +1258,12 @@ static void test_warm(void **state)
 	assert_int_equal(pm_opts_parse_str(&p, "procmgr warm=python:torch,numpy", "x", err,
 					   sizeof(err)), 0);
 	assert_string_equal(p.warm, "python:torch,numpy");
-	opt_ok(&o, "warm", "no");
+	opt_ok(&o, "warm", "off");
 	assert_string_equal(o.warm, "off");
+	/* yes and no were taken, undocumented: only the documented words now. */
+	assert_int_equal(pm_opt_parse(&o, "warm", "yes", err, sizeof(err)), -1);
+	contains(err, "on, off or python:MOD[,MOD...]");
+	assert_int_equal(pm_opt_parse(&o, "warm", "no", err, sizeof(err)), -1);
 	assert_int_equal(pm_opt_parse(&o, "warm", "python:", err, sizeof(err)), -1);
 	contains(err, "on, off or python:MOD[,MOD...]");
 	assert_int_equal(pm_opt_parse(&o, "warm", "python:os;id", err, sizeof(err)), -1);
@@ -1412,6 +1416,32 @@ static void test_slow_opts(void **state)
 	assert_true(o.evict_slow);
 	assert_int_equal(pm_opts_slow_interval(&o), PM_DEFAULT_SLOW_INTERVAL_MS);
 	fmt_is(&o, "procmgr evict-slow");
+	/* Resolved, the interval is written out: the step reads every field as
+	 * set, and "slow=off evict-slow" there was no detection at all (and
+	 * --procmgr-verbose said slow=off). */
+	{
+		struct pm_site st;
+		struct pm_opts res, stepd;
+		pm_site_init(&st);
+		assert_int_equal(pm_opts_resolve(&res, &st, NULL, &o, err, sizeof(err)), 0);
+		assert_int_equal(res.slow_interval_ms, PM_DEFAULT_SLOW_INTERVAL_MS);
+		res.set = ~0u;
+		char buf[4096];
+		assert_int_equal(pm_opts_format(&res, buf, sizeof(buf)), 0);
+		contains(buf, "slow=5,40%");
+		pm_opts_init(&stepd);
+		assert_int_equal(pm_opts_parse_str(&stepd, buf, "test", err, sizeof(err)), 0);
+		assert_int_equal(pm_opts_slow_interval(&stepd), PM_DEFAULT_SLOW_INTERVAL_MS);
+		assert_true(stepd.evict_slow);
+		/* Detection turned off by name and eviction asked for: refused. */
+		struct pm_opts both;
+		pm_opts_init(&both);
+		opt_ok(&both, "slow", "off");
+		opt_ok(&both, "evict-slow", NULL);
+		assert_int_equal(pm_opts_resolve(&res, &st, NULL, &both, err, sizeof(err)), -1);
+		contains(err, "--procmgr-evict-slow needs slow-node detection");
+		contains(err, "--procmgr-slow=off");
+	}
 	/* As slurmstepd's SPANK gives a flag. */
 	pm_opts_init(&o);
 	opt_ok(&o, "evict-slow", "");

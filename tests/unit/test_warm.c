@@ -184,6 +184,9 @@ static void test_mode(void **state)
 	assert_int_equal(pm_warm_mode_parse("python:a b", &m, mods, sizeof(mods)), -1);
 	assert_int_equal(pm_warm_mode_parse("python", &m, mods, sizeof(mods)), -1);
 	assert_int_equal(pm_warm_mode_parse("ON", &m, mods, sizeof(mods)), -1);
+	/* Only the documented words: yes and no were once taken, undocumented. */
+	assert_int_equal(pm_warm_mode_parse("yes", &m, mods, sizeof(mods)), -1);
+	assert_int_equal(pm_warm_mode_parse("no", &m, mods, sizeof(mods)), -1);
 	assert_int_equal(pm_warm_mode_parse("", &m, mods, sizeof(mods)), -1);
 	assert_int_equal(pm_warm_mode_parse(NULL, &m, mods, sizeof(mods)), -1);
 }
