@@ -206,8 +206,8 @@ def _become_rank(env, supervisor, middle, fds, prctl):
     if os.getppid() != supervisor:
         os._exit(137)  # procmgr-rank ended meanwhile
     os.environ.update(env)
-    # Rank 0's store listens before the script's own start-up, long before
-    # the other ranks knock (rendezvous.py); they wait for it, not a second.
+    # The other ranks' store connection waits for rank 0's port
+    # (rendezvous.py): no knock refused, no second lost to torch's retry.
     from . import rendezvous
     rendezvous.open_store()
     np = sys.modules.get("numpy")
