@@ -104,6 +104,55 @@ class ForkServer(unittest.TestCase):
         p.stderr.close()
 
 
+class Path0(unittest.TestCase):
+    """standby.path0: what python puts first on sys.path for each kind of
+    command, against what the interpreter itself put there."""
+
+    def setUp(self):
+        sys.path.insert(0, SRC)
+        from procmgr import standby
+        sys.path.remove(SRC)
+        self.path0 = standby.path0
+        self.top = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.top])
+        os.mkdir(os.path.join(self.top, "real"))
+        os.mkdir(os.path.join(self.top, "app"))
+        os.symlink("real", os.path.join(self.top, "link"))
+        show = "import sys; print(sys.path[0] if sys.path else '')\n"
+        for f in ("real/s.py", "app/__main__.py"):
+            with open(os.path.join(self.top, f), "w") as out:
+                out.write(show)
+        import zipfile
+        with zipfile.ZipFile(os.path.join(self.top, "app.zip"), "w") as z:
+            z.writestr("__main__.py", show)
+
+    def flags(self, isolated=0, safe_path=False):
+        return type("F", (), {"isolated": isolated, "safe_path": safe_path})()
+
+    def python_says(self, opts, target):
+        return subprocess.run([sys.executable] + opts + [target], cwd=self.top, check=True,
+                              stdout=subprocess.PIPE, text=True).stdout.strip()
+
+    def test_like_the_interpreter(self):
+        cwd = os.getcwd()
+        os.chdir(self.top)
+        try:
+            for target in ("real/s.py", "link/s.py", os.path.join(self.top, "link/s.py"),
+                           "app", "app.zip"):
+                with self.subTest(target=target):
+                    self.assertEqual(self.path0("script", target, self.flags()),
+                                     self.python_says([], target))
+            for target in ("app", "app.zip"):  # run from themselves even under -I
+                self.assertEqual(self.path0("script", target, self.flags(isolated=1)),
+                                 self.python_says(["-I"], target))
+            self.assertEqual(self.path0("module", "m", self.flags()), self.top)
+            for f in (self.flags(isolated=1), self.flags(safe_path=True)):
+                self.assertIsNone(self.path0("script", "real/s.py", f))
+                self.assertIsNone(self.path0("module", "m", f))
+        finally:
+            os.chdir(cwd)
+
+
 WARMARGV = os.environ.get("PM_TEST_WARMARGV", "")
 
 # What a script sees of where modules come from: sys.path, and whether the
