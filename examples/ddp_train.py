@@ -33,8 +33,8 @@ uninterrupted one would: same final loss, to the last bit.
   hook's call (backward reached the collective) and its result (every
   rank's gradients in): see Collective;
 - after a restart torch's 1 s retry of a refused connection to rank 0's
-  store is not paid: procmgr.ready() opens rank 0's store at once and
-  makes the other ranks' init_process_group wait until it listens
+  store is not paid: procmgr.ready() makes the other ranks'
+  init_process_group wait until rank 0's store listens
   (procmgr.open_store, nothing to write; --wait-store: the program also
   polls the port itself first, procmgr.wait_store(), the earlier remedy);
 - rank 0 prints "final loss: X" at the end;

@@ -103,8 +103,8 @@ def ready():
     after that) and returns at once.
 
     Under procmgr, warm or not, if the program imported torch.distributed,
-    rank 0's store is opened here and the other ranks' init_process_group
-    waits until it listens (open_store(); PROCMGR_OPEN_STORE=0: not).
+    the other ranks' init_process_group waits from here until rank 0's
+    store listens (open_store(); PROCMGR_OPEN_STORE=0: not).
 
     Returns False outside procmgr (a no-op) or without --procmgr-warm;
     True once the generation started. Only the first call does anything.
@@ -112,7 +112,7 @@ def ready():
     fd = os.environ.pop(_ENV_WARM_FD, None)
     if fd is None:
         if under_procmgr():
-            open_store()  # a cold generation: start-up done, the door opens here
+            open_store()  # a cold generation: start-up done, ranks 1.. wait for rank 0
         return False
     try:
         sock = socket.socket(fileno=int(fd))
@@ -122,8 +122,8 @@ def ready():
         sock.sendall(b"ready\n")
         env = _read_start(sock)
     os.environ.update(env)
-    # Rank 0's store listens from here on, before any rank reaches
-    # init_process_group (a program that imported torch.distributed).
+    # The other ranks' store connection waits for rank 0's port (a
+    # program that imported torch.distributed).
     open_store()
     return True
 

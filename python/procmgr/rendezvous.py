@@ -7,31 +7,31 @@ listens is refused, and torch (1.13) knocks again only a second later. On a
 warm restart, where the whole recovery is about a second, that second is
 most of it.
 
-open_store() closes the gap from both sides, with no change to the
-program's init_process_group call:
-  - on rank 0 it opens the store at once (at the generation's release, by
-    procmgr.ready() or the python fork server), long before the program
-    reaches init_process_group. torch opens its stores "multi-tenant": its
-    own TCPStore on the same port then shares the server opened here,
-    whose keys and counters it finds untouched (this one does not wait for
-    the workers and writes nothing).
-  - on the other ranks it makes torch's store creation first wait until
-    rank 0's port accepts, polling every 10 ms, so the first knock is
-    answered.
+open_store() closes the gap from the other ranks' side, with no change to
+the program's init_process_group call: it makes torch's store creation on
+a rank other than 0 first wait until rank 0's port accepts, polling every
+10 ms, so the first knock is answered.
+
+It opens nothing (issue 32). torch's store server takes no credential
+and listens on every address of rank 0's node whatever MASTER_ADDR says
+(torch 1.13 has no way to bind it, nor to hand it a socket): a store
+procmgr opened ahead would be one that any user who can reach the port,
+on the node or from another, can read and set keys in. torch's own store,
+opened by init_process_group, is the program's and is all that listens;
+docs/user-guide.md says what that leaves open.
 
 It needs torch.distributed imported already (it never imports torch: a
 program that does not use it pays nothing), WORLD_SIZE > 1, and rank 0
 hosting the store (not torchrun's agent store). It reaches into
 torch.distributed.rendezvous's _create_c10d_store, which torch 1.13 to 2.6
-have; where that is missing, only rank 0's side applies.
+have; where that is missing, it does nothing.
 """
-import datetime
 import os
 import socket
 import sys
 import time
 
-_state = {"store": None, "wrapped": False}
+_state = {"wrapped": False}
 
 
 def _env_int(env, name):
@@ -73,11 +73,12 @@ def _wrap(rdzv):
 
 
 def open_store(environ=None):
-    """Open rank 0's store now, or make this rank's connection to it wait
-    until it listens. Returns "opened" (rank 0), "waits" (another rank),
-    or None when nothing applies (PROCMGR_OPEN_STORE=0, no torch.distributed
-    imported, one rank, no MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE,
-    torchrun's agent store, or the port could not be taken). Only the first call that applies does
+    """Make this rank's connection to rank 0's store wait until it
+    listens. Returns "waits" (a rank other than 0), or None when nothing
+    applies (rank 0, which opens nothing: its store is torch's own, opened
+    by init_process_group; PROCMGR_OPEN_STORE=0; no torch.distributed
+    imported; one rank; no MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE;
+    torchrun's agent store). Only the first call that applies does
     anything; safe to call more than once."""
     env = os.environ if environ is None else environ
     if env.get("PROCMGR_OPEN_STORE") == "0":
@@ -91,28 +92,10 @@ def open_store(environ=None):
         return None
     if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         return None
-    if rank != 0:
-        rdzv = sys.modules.get("torch.distributed.rendezvous")
-        if rdzv is None:
-            return None
-        _state["wrapped"] = _wrap(rdzv)
-        return "waits" if _state["wrapped"] else None
-    if _state["store"] is not None:
-        return "opened"
-    args = (host, port, world, True, datetime.timedelta(seconds=1800))
-    kwargs = {"wait_for_workers": False, "multi_tenant": True}
-    try:
-        # Kept for the process's life: torch's own store on this port
-        # shares its server (multi_tenant) only while one holds it.
-        try:
-            # torch >= 2.4 takes a libuv server unless told (USE_LIBUV=0, as
-            # its own stores are): the shared server must be the kind they ask.
-            _state["store"] = dist.TCPStore(
-                *args, use_libuv=env.get("USE_LIBUV", "1") == "1", **kwargs)
-        except TypeError:
-            _state["store"] = dist.TCPStore(*args, **kwargs)  # torch < 2.4
-    except (RuntimeError, OSError, TypeError, ValueError) as e:
-        sys.stderr.write("procmgr: rank 0's store not opened ahead at %s:%d (%s); "
-                         "init_process_group opens it\n" % (host, port, e))
+    if rank == 0:
         return None
-    return "opened"
+    rdzv = sys.modules.get("torch.distributed.rendezvous")
+    if rdzv is None:
+        return None
+    _state["wrapped"] = _wrap(rdzv)
+    return "waits" if _state["wrapped"] else None

@@ -4,8 +4,18 @@ unmodified script.
 procmgr-rank runs the command's own interpreter on this module instead of
 the script, once per rank (not once per generation):
 
-    PYTHON -c <boot> MOD[,MOD...] -- [-u] [-B] script.py args...
-    PYTHON -c <boot> MOD[,MOD...] -- [-u] [-B] -m module args...
+    PYTHON [OPTS] .../procmgr/standby.py MOD[,MOD...] -- [OPTS] script.py args...
+    PYTHON [OPTS] .../procmgr/standby.py MOD[,MOD...] -- [OPTS] -m module args...
+
+(OPTS: the command's own -u, -B, -E, -s, -I, -P, given to the server's
+interpreter as to a cold start's. Run as a file, never `python -c`, which
+puts the working directory first on sys.path: runtime/common/warm.h.)
+
+Modules are found as `python script.py` finds them, in the server (MODS)
+and in each generation: the script's own directory first (symlinks
+resolved), never the working directory (-m: the working directory, as
+`python -m`; -I, -P, PYTHONSAFEPATH: neither). A module another user
+planted in a shared working directory is not imported.
 
 It imports the modules once (the expensive part: torch takes seconds),
 checks that nothing was done that a fork cannot carry (below), says
@@ -67,18 +77,46 @@ def _parse(argv):
         opt = rest.pop(0)
         if opt == "-u":
             unbuffered = True
-        elif opt in ("-B", "-E", "-s", "-I"):
-            pass  # effects the server already has (or harmless to skip)
+        elif opt in ("-B", "-E", "-s", "-I", "-P"):
+            pass  # procmgr-rank gave them to this interpreter too
         elif opt == "-m":
             if not rest:
                 _usage("-m needs a module")
             return mods, ("module", rest[0], rest[1:]), unbuffered
         else:
             _usage("the interpreter option %s is not supported (allowed before the script: "
-                   "-u, -B, -E, -s, -I, -m MODULE)" % opt)
+                   "-u, -B, -E, -s, -I, -P, -m MODULE)" % opt)
     if not rest:
         _usage("no script to run (the command is python with no script)")
     return mods, ("script", rest[0], rest[1:]), unbuffered
+
+
+def _importer(path):
+    """Whether an import hook takes path (a directory or a zip file with
+    a __main__), as the interpreter asks of its script argument."""
+    for hook in sys.path_hooks:
+        try:
+            hook(path)
+            return True
+        except ImportError:
+            continue
+    return False
+
+
+def path0(kind, target, flags=sys.flags):
+    """What `python script.py` (kind "script") or `python -m module`
+    ("module") puts first on sys.path: the script's directory, symlinks
+    resolved (a directory or zip file run as a script: itself), or the
+    working directory; None under -I, -P or PYTHONSAFEPATH but for a
+    directory or zip file (flags: the interpreter's, which got the
+    command's options)."""
+    if kind == "script" and _importer(target):
+        return os.path.join(os.getcwd(), target)
+    if flags.isolated or getattr(flags, "safe_path", False):
+        return None
+    if kind == "module":
+        return os.getcwd()
+    return os.path.dirname(os.path.realpath(target))
 
 
 def fork_refusal(mods):
@@ -168,8 +206,8 @@ def _become_rank(env, supervisor, middle, fds, prctl):
     if os.getppid() != supervisor:
         os._exit(137)  # procmgr-rank ended meanwhile
     os.environ.update(env)
-    # Rank 0's store listens before the script's own start-up, long before
-    # the other ranks knock (rendezvous.py); they wait for it, not a second.
+    # The other ranks' store connection waits for rank 0's port
+    # (rendezvous.py): no knock refused, no second lost to torch's retry.
     from . import rendezvous
     rendezvous.open_store()
     np = sys.modules.get("numpy")
@@ -234,6 +272,10 @@ def main(argv=None):
     fd = os.environ.pop(_ENV_WARM_FD, None)
     if kind == "script" and not os.path.exists(target):
         _usage("can't open file %r" % target)
+    # Before the modules: they are the script's, found where it finds them.
+    first = path0(kind, target)
+    if first is not None:
+        sys.path.insert(0, first)
     for m in mods:
         __import__(m)
     if fd is not None:
@@ -245,12 +287,24 @@ def main(argv=None):
         sys.stderr.reconfigure(write_through=True)
     sys.argv = [target] + list(args)
     if kind == "module":
-        sys.path[0] = os.getcwd()
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
-        sys.path[0] = os.path.dirname(os.path.abspath(target))
         runpy.run_path(target, run_name="__main__")
 
 
 if __name__ == "__main__":
-    main()
+    # Run as a file: python put this file's directory, procmgr's package,
+    # first on sys.path (nothing was imported from there: the imports
+    # above are of modules the interpreter's start loaded, or not there).
+    # Its modules are not top-level ones: procmgr is imported from the
+    # directory above, as a package (relative imports), and then that
+    # goes too. What stays is a cold start's sys.path, before main() puts
+    # the script's directory first.
+    _here = os.path.dirname(os.path.realpath(__file__))
+    if sys.path[:1] == [_here]:
+        del sys.path[0]
+    _top = os.path.dirname(_here)
+    sys.path.insert(0, _top)
+    from procmgr.standby import main as _main
+    sys.path.remove(_top)
+    _main()

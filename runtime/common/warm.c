@@ -237,3 +237,39 @@ bool pm_warm_is_python(const char *argv0)
 			return false;
 	return true;
 }
+
+bool pm_warm_py_server_opt(const char *arg)
+{
+	static const char *const opts[] = { "-u", "-B", "-E", "-s", "-I", "-P" };
+	size_t i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strcmp(arg, opts[i]))
+			return true;
+	return false;
+}
+
+int pm_warm_python_argv(char *const *argv, const char *mods, const char *server, char **out,
+			size_t max)
+{
+	size_t n = 0, i;
+
+	if (!argv[0] || max < 5)
+		return -1;
+	out[n++] = argv[0];
+	for (i = 1; argv[i] && pm_warm_py_server_opt(argv[i]); i++) {
+		if (n >= max - 4)
+			return -1;
+		out[n++] = argv[i];
+	}
+	out[n++] = (char *)server;
+	out[n++] = (char *)mods;
+	out[n++] = (char *)"--";
+	for (i = 1; argv[i]; i++) {
+		if (n >= max - 1)
+			return -1;
+		out[n++] = argv[i];
+	}
+	out[n] = NULL;
+	return (int)n;
+}

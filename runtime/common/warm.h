@@ -74,4 +74,24 @@ int pm_warm_mode_parse(const char *s, enum pm_warm_mode *mode, char *mods, size_
  * python3.11, a path ending so). */
 bool pm_warm_is_python(const char *argv0);
 
+/* The interpreter options, before the script, that the server's
+ * interpreter takes too: those that decide where modules are found
+ * (-E, -s, -I, -P) or how output goes (-u, -B), as a cold start has them.
+ * The server is told them again (after --) and refuses any other. */
+bool pm_warm_py_server_opt(const char *arg);
+
+/* The fork server's command line for the rank's python command argv:
+ * argv[0], the leading options above, server (the path of procmgr's
+ * standby.py), mods, "--", and argv[1...], NULL-terminated into out (max
+ * entries with the NULL; the strings are argv's and the arguments', not
+ * copied). The count, or -1 if it does not fit.
+ *
+ * The server runs as a file, never `python -c`: python puts a file's own
+ * directory first on sys.path, -c the working directory, from which
+ * modules would be imported before any line of procmgr's could drop it
+ * (Python 3.13 imports linecache for -c's source), where another user
+ * may plant them and `python script.py` never looks. */
+int pm_warm_python_argv(char *const *argv, const char *mods, const char *server, char **out,
+			size_t max);
+
 #endif

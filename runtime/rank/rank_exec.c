@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,38 +379,32 @@ void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, ch
 }
 
 /* --procmgr-warm=python:MODS: the command's own interpreter runs procmgr's
- * server (python/procmgr/standby.py, installed beside the module, or
- * from the source tree procmgr-rank was built in), which imports MODS,
- * says ready, and at START runs the command's script as the interpreter
- * would have. NULL (every generation cold, said) if the command is not
- * a python interpreter. */
-static const char py_boot[] =
-	"import os, sys\n"
-	"for d in ('" PM_PYTHONMODDIR "', '" PM_SRC_PYTHONDIR "'):\n"
-	"    if os.path.isfile(os.path.join(d, 'procmgr', 'standby.py')):\n"
-	"        sys.path.insert(0, d)\n"
-	"        break\n"
-	"from procmgr.standby import main\n"
-	"main()\n";
-
+ * server, python/procmgr/standby.py as a file (warm.h: never -c), which
+ * imports MODS, says ready, and at START runs the command's script as
+ * the interpreter would have (modules found as `python script.py` finds
+ * them). The one installed beside the module, else the source tree's
+ * procmgr-rank was built in (where neither is, the installed path: the
+ * interpreter says it cannot open it and every generation starts cold).
+ * NULL (cold, said) if the command is not a python interpreter or has
+ * too many arguments. */
 void pm_rank_exec_python_argv(struct pm_rank_exec *x, const char *mods)
 {
-	static char modsbuf[PM_WARM_MODS_MAX];
+	static const char *const dirs[] = { PM_PYTHONMODDIR, PM_SRC_PYTHONDIR };
+	static char modsbuf[PM_WARM_MODS_MAX], server[PATH_MAX];
 	static char *py_argv[PM_WARM_ARGV_MAX];
-	int n = 0, i;
+	size_t i;
 
 	if (!pm_warm_is_python(x->argv[0]))
 		return;
 	snprintf(modsbuf, sizeof(modsbuf), "%s", mods);
-	py_argv[n++] = x->argv[0];
-	py_argv[n++] = "-c";
-	py_argv[n++] = (char *)py_boot;
-	py_argv[n++] = modsbuf;
-	py_argv[n++] = "--";
-	for (i = 1; x->argv[i] && n < PM_WARM_ARGV_MAX - 1; i++)
-		py_argv[n++] = x->argv[i];
-	if (x->argv[i])
-		return; /* too many arguments: cold, said */
-	py_argv[n] = NULL;
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(server, sizeof(server), "%s/procmgr/standby.py", dirs[i]);
+		if (access(server, R_OK) == 0)
+			break;
+	}
+	if (i == sizeof(dirs) / sizeof(dirs[0]))
+		snprintf(server, sizeof(server), "%s/procmgr/standby.py", dirs[0]);
+	if (pm_warm_python_argv(x->argv, modsbuf, server, py_argv, PM_WARM_ARGV_MAX) < 0)
+		return;
 	x->sb_argv = py_argv;
 }

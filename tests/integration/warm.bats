@@ -143,6 +143,57 @@ PY
 	wait_until 15 all_gone $servers || { ps -o pid,args -p "$(echo $servers | tr ' ' ,)"; return 1; }
 }
 
+# As another user, in DIR: a module for every name a python may import
+# (the standard library's, what the interpreter loads, the site hooks,
+# procmgr, warmnext), each appending its name to MARK when imported.
+plant_modules() { # DIR MARK
+	as_user /usr/bin/python3 -I - "$1" "$2" <<'EOF'
+import os, sys
+d, mark = sys.argv[1:3]
+names = set(sys.stdlib_module_names) | {m.split(".")[0] for m in sys.modules}
+names |= {"sitecustomize", "usercustomize", "procmgr", "warmnext"}
+for n in sorted(names):
+    if n.isidentifier() and n != "__main__":
+        with open(os.path.join(d, n + ".py"), "w") as f:
+            f.write("import posix as _p\n"
+                    "_fd = _p.open(%r, _p.O_WRONLY | _p.O_APPEND | _p.O_CREAT, 0o666)\n"
+                    "_p.write(_fd, b'%s\\n')\n_p.close(_fd)\n" % (mark, n))
+EOF
+}
+
+@test "python: modules another user planted in the working directory are not imported by the fork server or its generations; the script's own directory comes first, as for python script.py" {
+	# The script and a module beside it in a directory of their own; the
+	# job's working directory ($W, writable by all) is not it.
+	mkdir "$W/app"
+	cp "$SCRIPT" "$W/app/"
+	echo 'WHERE = "script"' >"$W/app/warmnext.py"
+	plant_modules "$W" "$W/planted"
+	[ "$(stat -c %U "$W/socket.py")" = nobody ]
+	# The plant is live: what python -c imports there.
+	(cd "$W" && /usr/bin/python3 -c 'import json' 2>/dev/null) || true
+	grep -qx json "$W/planted"
+	rm "$W/planted"
+	CRASH_RANK=2 CRASH_GO=$W/go SHOW_PATH=1 timeout 60 \
+		srun -N2 -n4 --procmgr-restart=on-failure:1 \
+		--procmgr-warm=python:json,email.message,warmnext "$PY" -u "$W/app/plainscript.py" \
+		2>"$W/err" &
+	local srun=$!
+	wait_until 40 n_waiting 4 || { cat "$PM_LOG" "$W/err"; ls "$W"/planted && cat "$W/planted"; return 1; }
+	touch "$W/go"
+	wait "$srun" || { cat "$PM_LOG" "$W/err"; return 1; }
+	cat "$PM_LOG" "$W/err"
+	[ ! -e "$W/planted" ] || { echo "imported from the working directory:"; sort -u "$W/planted"; return 1; }
+	[ "$(grep -c "generation 1 starts (warm)" "$W/err")" -eq 4 ]
+	! grep -q "starts cold" "$W/err"
+	# Cold (generation 0) and forked (1) alike: the script's directory
+	# first, the working directory nowhere; the module beside the script
+	# preloaded by the server.
+	[ "$(grep -c "^script [0-9]* .* path0=$W/app gen=0 .* forked=False " "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "^script [0-9]* .* path0=$W/app gen=1 .* preloaded=True forked=True " "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "^path [0-9]* gen=0 path0=$W/app cwd_in_path=False warmnext=-$" "$PM_LOG")" -eq 4 ]
+	[ "$(grep -c "^path [0-9]* gen=1 path0=$W/app cwd_in_path=False warmnext=script$" "$PM_LOG")" -eq 4 ]
+}
+
 @test "python: no fork server and no forked rank is left behind at scancel" {
 	sbatch -N2 -n4 -o "$W/out" --wrap "CRASH_RANK=0 CRASH_GO=$W/go HOLD=1 srun \
 		--procmgr-restart=on-failure:1 --procmgr-warm=python:json $PY $SCRIPT" >"$W/job"
@@ -290,7 +341,7 @@ final_loss() { sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$W/$1.out"; }
 	echo "stopping rank 1: $pid (servers: $servers)"
 	# Generation 1's rank 1 is a fork of its server (its command line is
 	# the server's), not the server itself.
-	grep -q "procmgr.standby" "/proc/$pid/cmdline"
+	grep -q "procmgr/standby.py" "/proc/$pid/cmdline"
 	! echo " $servers " | grep -q " $pid "
 	kill -STOP "$pid"
 	touch "$W/go.25"

@@ -1,12 +1,16 @@
-"""procmgr.open_store: rank 0's store opened at the generation's release,
-the other ranks' connection made only once it listens.
+"""procmgr.open_store: the other ranks' connection to rank 0's store made
+only once it listens; on rank 0 nothing is opened (issue 32: torch's store
+server listens on every address and takes no credential, so one opened
+ahead by procmgr was another user's to read and write).
 
 The rules are tested against a double of torch.distributed (what it is
-called with, in which order with the port's state); the sharing of the
-server with torch's own init_process_group against the real torch, where
-the interpreter has it."""
+called with, in which order with the port's state); against the real
+torch, where the interpreter has it, that the ranks still meet and that
+another user finds nothing listening on rank 0's port before its
+init_process_group."""
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,7 +69,7 @@ class FakeDist:
                       ("torch.distributed", "torch.distributed.rendezvous")}
         sys.modules["torch.distributed"] = self.dist
         sys.modules["torch.distributed.rendezvous"] = self.rdzv
-        rendezvous._state.update(store=None, wrapped=False)
+        rendezvous._state.update(wrapped=False)
         return self
 
     def __exit__(self, *exc):
@@ -74,7 +78,7 @@ class FakeDist:
                 sys.modules.pop(k, None)
             else:
                 sys.modules[k] = v
-        rendezvous._state.update(store=None, wrapped=False)
+        rendezvous._state.update(wrapped=False)
 
 
 def env(rank, world=4, port=29500, **extra):
@@ -108,28 +112,24 @@ class Rules(unittest.TestCase):
             self.assertFalse(rendezvous._state["wrapped"])
             self.assertEqual(f.stores, [])
 
-    def test_rank0_opens_a_shared_store_that_does_not_wait_once(self):
+    def test_rank0_opens_nothing(self):
+        # Whatever the world, port, torch's server kind, or how often it is
+        # called: no store, nothing listening, nothing said.
+        port = free_port()
         with FakeDist() as f:
-            self.assertEqual(rendezvous.open_store(env(0, world=8, port=4242)), "opened")
-            self.assertEqual(rendezvous.open_store(env(0, world=8, port=4242)), "opened")
-            self.assertEqual(len(f.stores), 1)
-            args, kwargs = f.stores[0]
-            self.assertEqual(args[:4], ("127.0.0.1", 4242, 8, True))
-            self.assertIs(kwargs["multi_tenant"], True)
-            self.assertIs(kwargs["wait_for_workers"], False)
-            self.assertIs(kwargs["use_libuv"], True)
-            rendezvous._state["store"] = None
-            rendezvous.open_store(env(0, USE_LIBUV="0"))
-            self.assertIs(f.stores[1][1]["use_libuv"], False)
-
-    def test_rank0_port_taken_is_said_and_left_to_torch(self):
-        with FakeDist(fail=RuntimeError("Address already in use")):
-            err = io.StringIO()
-            with redirect_stderr(err):
-                self.assertIsNone(rendezvous.open_store(env(0, port=4243)))
-            self.assertIn("127.0.0.1:4243", err.getvalue())
-            self.assertIn("Address already in use", err.getvalue())
-            self.assertIsNone(rendezvous._state["store"])
+            for extra in ({}, {"USE_LIBUV": "0"}, {"USE_LIBUV": "1"}):
+                for world in (2, 8, 1024):
+                    err = io.StringIO()
+                    with redirect_stderr(err):
+                        for _ in range(2):
+                            self.assertIsNone(rendezvous.open_store(
+                                env(0, world=world, port=port, **extra)))
+                    self.assertEqual(err.getvalue(), "")
+            self.assertEqual(f.stores, [])
+            self.assertFalse(listening(port))
+            self.assertFalse(rendezvous._state["wrapped"])
+        with FakeDist(fail=RuntimeError("Address already in use")) as f:
+            self.assertIsNone(rendezvous.open_store(env(0, port=port)))
 
     def test_other_rank_creates_its_store_only_once_rank0_listens(self):
         port = free_port()
@@ -207,10 +207,41 @@ RANK = textwrap.dedent("""
     dist.destroy_process_group()
 """)
 
+# Another user's try at rank 0's store: a plain connection to the port on
+# each address given, then torch's own client setting and reading a key at
+# the first. Prints what it got.
+INTRUDER = textwrap.dedent("""
+    import datetime, socket, sys
+    port, addrs = int(sys.argv[1]), sys.argv[2:]
+    for a in addrs:
+        fam = socket.AF_INET6 if ":" in a else socket.AF_INET
+        with socket.socket(fam) as s:
+            s.settimeout(2)
+            print("connect", a, "refused" if s.connect_ex((a, port)) else "accepted", flush=True)
+    import torch.distributed as dist
+    try:
+        c = dist.TCPStore(addrs[0], port, 2, False, datetime.timedelta(seconds=2))
+        c.set("intruder", "x")
+        print("store set", c.get("intruder").decode(), flush=True)
+    except Exception as e:
+        print("store refused", type(e).__name__, flush=True)
+""")
+
+
+def node_addresses():
+    """Every address of this node a peer could use: loopback and each
+    interface's."""
+    addrs = ["127.0.0.1"]
+    out = subprocess.run(["hostname", "-I"], stdout=subprocess.PIPE, text=True).stdout.split()
+    addrs += [a for a in out if ":" not in a]
+    if socket.has_ipv6:
+        addrs.append("::1")
+    return addrs
+
 
 @unittest.skipIf(torch_python() is None, "no python with torch.distributed")
 class RealTorch(unittest.TestCase):
-    def test_init_process_group_shares_the_store_opened_ahead(self):
+    def test_ranks_meet_and_rank0_opens_nothing_ahead_for_another_user(self):
         py, port = torch_python(), free_port()
         pydir = os.path.join(os.path.dirname(__file__), "..", "..", "python")
         base = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
@@ -220,17 +251,27 @@ class RealTorch(unittest.TestCase):
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         r1 = None
         try:
-            self.assertEqual(r0.stdout.readline().split(), ["said", "opened"])
-            # Rank 0's store listens although rank 0 is nowhere near
-            # init_process_group yet.
-            self.assertTrue(listening(port))
+            said = r0.stdout.readline().split()
+            # Rank 0 is past open_store, not yet in init_process_group:
+            # nothing of procmgr's listens for anyone, on any address.
+            if os.geteuid() == 0 and shutil.which("runuser"):
+                got = subprocess.run(
+                    ["runuser", "-u", "nobody", "--", py, "-c", INTRUDER, str(port)]
+                    + node_addresses(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    text=True, timeout=120, cwd="/").stdout
+                lines = got.splitlines()
+                self.assertEqual([l for l in lines if l.startswith("connect")],
+                                 ["connect %s refused" % a for a in node_addresses()], got)
+                self.assertEqual([l.split()[:2] for l in lines if l.startswith("store")],
+                                 [["store", "refused"]], got)
+            self.assertFalse(listening(port))
+            self.assertEqual(said, ["said", "None"])
             r1 = subprocess.Popen([py, "-c", RANK, pydir], env=dict(base, RANK="1"),
                                   stdout=subprocess.PIPE, text=True)
             self.assertEqual(r1.stdout.readline().split(), ["said", "waits"])
             r0.stdin.write("go\n")
             r0.stdin.flush()
-            # torch's own store on rank 0 took the same port: it shared the
-            # server (a second bind would have failed), and the ranks met.
+            # Rank 1 waited for rank 0's own store (torch's), and the ranks met.
             out0, _ = r0.communicate(timeout=120)
             out1, _ = r1.communicate(timeout=120)
             self.assertEqual(r0.returncode, 0)

@@ -1,6 +1,7 @@
 /* Unit tests of the warm generations' codec (runtime/common/warm.c): each
  * line of the protocol, every refusal, the line reader, the mode's
- * parsing and which commands the fork-server mode takes. */
+ * parsing, which commands the fork-server mode takes and its command
+ * line. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -203,6 +204,80 @@ static void test_is_python(void **state)
 	assert_false(pm_warm_is_python("/opt/python3/bin/train"));
 }
 
+/* The fork server's command line: argv[0], then the options that decide
+ * where modules are found or how output goes (each of the class, and
+ * only up to the first other argument), the server's file (never -c),
+ * MODS, --, and the whole command after argv[0]. */
+static void test_python_argv(void **state)
+{
+	static const char *const server_opts[] = { "-u", "-B", "-E", "-s", "-I", "-P" };
+	static const char *const other_opts[] = { "-X", "-W", "-O", "-OO", "-b", "-d", "-v",
+						   "-q", "-R", "-S", "-i", "-x", "-c", "-m",
+						   "-uB", "-I-", "--", "-", "u", "" };
+	char *out[32];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(server_opts) / sizeof(server_opts[0]); i++) {
+		char *argv[] = { "python3", (char *)server_opts[i], "s.py", "a", NULL };
+		assert_true(pm_warm_py_server_opt(server_opts[i]));
+		assert_int_equal(pm_warm_python_argv(argv, "json", "/p/procmgr/standby.py", out, 32),
+				 8);
+		assert_string_equal(out[0], "python3");
+		assert_string_equal(out[1], server_opts[i]);
+		assert_string_equal(out[2], "/p/procmgr/standby.py");
+		assert_string_equal(out[3], "json");
+		assert_string_equal(out[4], "--");
+		assert_string_equal(out[5], server_opts[i]);
+		assert_string_equal(out[6], "s.py");
+		assert_string_equal(out[7], "a");
+		assert_null(out[8]);
+	}
+	for (i = 0; i < sizeof(other_opts) / sizeof(other_opts[0]); i++) {
+		char *argv[] = { "python3", (char *)other_opts[i], "-u", "s.py", NULL };
+		assert_false(pm_warm_py_server_opt(other_opts[i]));
+		assert_int_equal(pm_warm_python_argv(argv, "json", "/srv.py", out, 32), 7);
+		assert_string_equal(out[1], "/srv.py");
+		assert_string_equal(out[3], "--");
+		assert_string_equal(out[4], other_opts[i]);
+		assert_string_equal(out[5], "-u");
+	}
+	{
+		char *argv[] = { "/usr/bin/python3", "-u", "-I", "-m", "pkg.main", "-u", NULL };
+		assert_int_equal(pm_warm_python_argv(argv, "torch", "/srv.py", out, 32), 11);
+		assert_string_equal(out[0], "/usr/bin/python3");
+		assert_string_equal(out[1], "-u");
+		assert_string_equal(out[2], "-I");
+		assert_string_equal(out[3], "/srv.py");
+		assert_string_equal(out[4], "torch");
+		assert_string_equal(out[5], "--");
+		assert_string_equal(out[8], "-m");
+		assert_string_equal(out[9], "pkg.main");
+		assert_string_equal(out[10], "-u"); /* the module's, not given to python */
+		assert_null(out[11]);
+	}
+	{
+		/* Too many for out: refused, not cut. */
+		char *argv[] = { "python3", "-u", "-B", "s.py", "a", "b", NULL };
+		char *bare[] = { "python3", NULL };
+		assert_int_equal(pm_warm_python_argv(argv, "json", "/srv.py", out, 12), 11);
+		assert_null(out[11]);
+		assert_int_equal(pm_warm_python_argv(argv, "json", "/srv.py", out, 11), -1);
+		assert_int_equal(pm_warm_python_argv(argv, "json", "/srv.py", out, 6), -1);
+		assert_int_equal(pm_warm_python_argv(bare, "json", "/srv.py", out, 5), 4);
+		assert_null(out[4]);
+		assert_int_equal(pm_warm_python_argv(bare, "json", "/srv.py", out, 4), -1);
+	}
+	/* Never -c, whatever the command. */
+	{
+		char *argv[] = { "python3", "-c", "print(1)", NULL };
+		int n = pm_warm_python_argv(argv, "json", "/srv.py", out, 32);
+		assert_int_equal(n, 6);
+		for (i = 1; i < 4; i++)
+			assert_string_not_equal(out[i], "-c");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_mode),
 		cmocka_unit_test(test_is_python),
+		cmocka_unit_test(test_python_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
