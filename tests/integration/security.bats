@@ -204,7 +204,7 @@ plant() {
 		run timeout 60 srun -N2 -n2 --procmgr true
 		echo "$output"
 		[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-		[[ "$output" == *"$R/$sub/state: $want): every directory above it must be root's"* ]]
+		[[ "$output" == *"procmgr: $R/$sub/state: $want"*"): every directory above it must be root's"* ]]
 		# No state_dir, job directory or topology cache, there or beyond.
 		[ "$(find "$R" | sort)" = "$before" ]
 		run "$PROCMGR" check-config "$PM_TESTBED_DIR/plugstack.conf"

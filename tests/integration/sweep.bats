@@ -349,7 +349,7 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 # srun's stderr and never written through; the results, whose final name
 # daemon holds in this sticky directory, stay in a file of the user's own,
 # which the summary names: nothing is lost.
-@test "another user's plants beside a shared trials file (a FIFO, a link, a 0666 file, a hard link, a directory) are never written through; said on srun's stderr; every trial's result kept" {
+@test "another user's plants beside a shared trials file (a FIFO, a link, a 0666 file, a hard link, a directory; their outputs directory) are never written through; said on srun's stderr; every trial's result kept" {
 	local d=$W/shared plant daemon_uid out
 	daemon_uid=$(id -u daemon)
 	mkdir -m 1777 "$d"
@@ -363,7 +363,9 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 		fifo)
 			runuser -u daemon -- mkfifo -m 0666 trials.txt.journal
 			# daemon holds the FIFO open, as a reader waiting for lines.
-			runuser -u daemon -- sh -c 'exec 3<>trials.txt.journal; exec sleep 120' &
+			# (setpriv execs: $! is the holder itself, for kill.)
+			setpriv --reuid=daemon --regid=daemon --clear-groups \
+				sh -c 'exec 3<>trials.txt.journal; exec sleep 120' &
 			holder=$!
 			what="a FIFO" ;;
 		link) runuser -u daemon -- ln -s "$d/victim" trials.txt.journal; what="a link" ;;
@@ -401,6 +403,16 @@ sys.exit(1 if data else 0)' trials.txt.journal
 		[ "$(rows "$out" done)" -eq 3 ]
 		rm -rf trials.txt.journal "$out"
 	done
+	# Another user's directory under the outputs' name: the sweep is refused
+	# before anything starts, nothing written there.
+	rm -rf trials.txt.out
+	runuser -u daemon -- mkdir -m 0777 trials.txt.out
+	run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"--procmgr-sweep: the trials' output directory: $d/trials.txt.out belongs to uid $daemon_uid, not to you"* ]]
+	[ -z "$(ls -A trials.txt.out)" ]
+	rm -rf trials.txt.out
 	# The user's own journal of an earlier run: replaced, the sweep keeps one.
 	rm -f trials.txt.results
 	runuser -u nobody -- sh -c 'echo "old run" >trials.txt.journal'
