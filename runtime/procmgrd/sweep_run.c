@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "common/text.h"
-#include "io/outdir.h"
 #include "io/safefile.h"
 #include "io/sys.h"
 #include "sweep/sweep_file.h"
@@ -89,8 +88,8 @@ int pm_sweep_root_init(struct pm_step *s, char *err, size_t errlen)
 {
 	struct pm_sweep_run *r;
 	struct pm_sq_cfg cfg = { 0 };
-	int *ranks, i, fd, dr = s->opts.trial_ranks ? (int)s->opts.trial_ranks : 1;
-	char dir[PATH_MAX + 8], why[PATH_MAX + 256];
+	int *ranks, i, dr = s->opts.trial_ranks ? (int)s->opts.trial_ranks : 1;
+	char dir[PATH_MAX + 8];
 
 	if (s->ntasks != s->nnodes * s->ntasks_local) {
 		snprintf(err, errlen, "--procmgr-sweep needs the same number of tasks on every node "
@@ -110,15 +109,13 @@ int pm_sweep_root_init(struct pm_step *s, char *err, size_t errlen)
 	if (trial_check(&r->file, s->ntasks, err, errlen))
 		return -1;
 	/* Each trial's outputs, beside the trials file: made here, as the
-	 * job's user, so that a directory nobody may write, or another user's
-	 * planted under its name, fails now (io/outdir.h). */
+	 * job's user, so that a directory nobody may write fails now. */
 	snprintf(dir, sizeof(dir), "%s.out", s->opts.sweep);
-	fd = pm_outdir_open(dir, why, sizeof(why));
-	if (fd < 0) {
-		snprintf(err, errlen, "--procmgr-sweep: the trials' output directory: %s", why);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "--procmgr-sweep: cannot make the trials' output directory "
+			 "%.400s: %s", dir, strerror(errno));
 		return -1;
 	}
-	close(fd);
 	snprintf(r->results, sizeof(r->results), "%.*s.results", PATH_MAX - 9, s->opts.sweep);
 	cfg.nodes = s->nnodes;
 	cfg.slots_per_node = s->ntasks_local;

@@ -403,18 +403,18 @@ sys.exit(1 if data else 0)' trials.txt.journal
 		[ "$(rows "$out" done)" -eq 3 ]
 		rm -rf trials.txt.journal "$out"
 	done
-	# Another user's directory under the outputs' name: the sweep is refused
-	# before anything starts, nothing written there.
-	rm -rf trials.txt.out
+	# Another user's directory under the outputs' name: no trial runs into
+	# it; each fails saying why, nothing written there.
+	rm -rf trials.txt.out trials.txt.results
 	runuser -u daemon -- mkdir -m 0777 trials.txt.out
 	run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
 	echo "$output"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"--procmgr-sweep: the trials' output directory: $d/trials.txt.out belongs to uid $daemon_uid, not to you"* ]]
+	[[ "$output" == *"procmgr: trial a "*"$d/trials.txt.out belongs to uid $daemon_uid, not to you"* ]]
+	[ "$(rows trials.txt.results failed)" -eq 3 ]
 	[ -z "$(ls -A trials.txt.out)" ]
 	rm -rf trials.txt.out
 	# The user's own journal of an earlier run: replaced, the sweep keeps one.
-	rm -f trials.txt.results
 	runuser -u nobody -- sh -c 'echo "old run" >trials.txt.journal'
 	run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
 	echo "$output"
