@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/safefile.h"
 #include "jobend.h"
 #include "plugin.h"
 
@@ -121,10 +122,15 @@ int pm_jobend_epilog(spank_t sp, int ac, char **av, const char *plugstack)
 	}
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS || !jobid)
 		return 0;
-	/* state_dir is root's (spawn.c made it so): opened once, not followed. */
-	sfd = open(site.state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sfd < 0)
+	/* state_dir is root's (spawn.c made it so): judged as spawn.c judged
+	 * it, every directory above it too, and opened once. */
+	switch (pm_privdir_find(site.state_dir, 0, &sfd, err, sizeof(err))) {
+	case 1:
 		return 0; /* no procmgr step ever ran here */
+	case -1:
+		pm_err("state_dir: %s; job directories not removed", err);
+		return 0;
+	}
 	snprintf(job, sizeof(job), "%u", jobid);
 	if (!site.job_dir_keep_ms) {
 		remove_job_dir(sfd, site.state_dir, job);

@@ -112,46 +112,6 @@ bool pm_mpiparams_ports(const char *p)
 	return false;
 }
 
-int pm_judge_state_dir(const char *path, const struct pm_dir_fact *f, char *err, size_t errlen)
-{
-	if (f->err == ENOENT && f->parent_err == 0)
-		return 0; /* the plugin makes it, as root, mode 0755 */
-	if (f->err) {
-		snprintf(err, errlen, "state_dir %s: %s%s: every step would fail on this node", path,
-			 strerror(f->err), f->err == ENOENT ? " (nor its parent: the plugin "
-			 "creates state_dir, not the directories above it)" : "");
-		return -1;
-	}
-	if (!f->isdir || f->uid != 0 || (f->mode & 022)) {
-		snprintf(err, errlen,
-			 "state_dir %s is %s, owner uid %u, mode %04o: it must be a directory of "
-			 "root's that no one else can write (0755): root creates each job's "
-			 "directory there", path, f->isdir ? "a directory" : "not a directory",
-			 (unsigned)f->uid, (unsigned)(f->mode & 07777));
-		return -1;
-	}
-	return 0;
-}
-
-int pm_judge_metrics_dir(const char *path, const struct pm_dir_fact *f, char *err, size_t errlen)
-{
-	if (f->err) {
-		snprintf(err, errlen, "metrics_dir %s: %s: no step's metrics would be written "
-			 "(make it: mode 1777, root's)", path, strerror(f->err));
-		return -1;
-	}
-	if (!f->isdir || f->uid != 0 || (f->mode & 01777) != 01777) {
-		snprintf(err, errlen,
-			 "metrics_dir %s is %s, owner uid %u, mode %04o: it must be a directory of "
-			 "root's with mode 1777, like /tmp: every job's user writes its step's file "
-			 "there, and may replace only their own", path,
-			 f->isdir ? "a directory" : "not a directory", (unsigned)f->uid,
-			 (unsigned)(f->mode & 07777));
-		return -1;
-	}
-	return 0;
-}
-
 /* "root(0)" or "root" -> "root". */
 static void user_name(const char *s, char *buf, size_t len)
 {

@@ -26,21 +26,8 @@ int pm_judge_release(uint32_t vernum, const char *version, const char *who,
  * ports). */
 bool pm_mpiparams_ports(const char *mpiparams);
 
-/* What check-config knows of a directory: exists (0) or errno. */
-struct pm_dir_fact {
-	int err;
-	bool isdir;
-	uid_t uid;
-	mode_t mode;
-	int parent_err; /* the parent directory: 0 if it exists */
-};
-
-/* state_dir: root's, not writable by others (root creates each job's
- * directory in it); missing is fine if the plugin can create it. */
-int pm_judge_state_dir(const char *path, const struct pm_dir_fact *f, char *err, size_t errlen);
-/* metrics_dir: exists, root's, mode 1777 (every user's procmgrd writes its
- * own file there; sticky so that none replaces another's). */
-int pm_judge_metrics_dir(const char *path, const struct pm_dir_fact *f, char *err, size_t errlen);
+/* state_dir and metrics_dir: the plugin's own rule, io/safefile.h's
+ * pm_privdir_find. */
 
 /* SlurmdUser (scontrol's "root(0)" or slurm.conf's "root"): slurmstepd
  * drains as this user, and slurmctld takes node updates from root or

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gen_int.h"
+#include "io/safefile.h"
 #include "io/sys.h"
 #include "sweep/sweep_loss.h"
 #include "sweep/sweep_results.h"
@@ -23,15 +25,17 @@
 void pm_sweep_journal_open(struct pm_step *s)
 {
 	struct pm_sweep_run *r = s->sweep;
-	char path[PATH_MAX + 16];
+	char path[PATH_MAX + 16], err[PATH_MAX + 256];
 
 	snprintf(path, sizeof(path), "%.*s.journal", PATH_MAX - 9, s->opts.sweep);
-	/* A new sweep's journal: an older run's lines must not count. */
-	r->journal_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW |
-			     O_CLOEXEC | O_NONBLOCK, 0644);
-	if (r->journal_fd < 0)
-		pm_log(s, "sweep: cannot write the journal %s: %s; going on without it", path,
-		       strerror(errno));
+	/* A new sweep's journal: an older run's lines must not count (its file
+	 * is replaced); another user's plant is never written through. */
+	r->journal_fd = pm_userfile_create(path, O_APPEND, 0644, err, sizeof(err));
+	if (r->journal_fd < 0) {
+		pm_log(s, "sweep: the journal: %s; going on without it", err);
+		pm_gen_tell(&s->gen, "procmgr: sweep: no journal: %s; the sweep goes on "
+			    "without it (a root lost with spares then runs every trial again)", err);
+	}
 }
 
 void pm_sweep_journal_end(struct pm_step *s, int i)

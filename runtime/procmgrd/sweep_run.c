@@ -7,6 +7,7 @@
 #include "sweep_run.h"
 #include "sweep_int.h"
 #include "query.h"
+#include "gen_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "io/safefile.h"
 #include "io/sys.h"
 #include "sweep/sweep_file.h"
 #include "sweep/sweep_queue.h"
@@ -444,15 +446,15 @@ void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 static void write_results(struct pm_step *s, struct pm_sr_trial *tr, int n)
 {
 	struct pm_sweep_run *r = s->sweep;
-	char tmp[PATH_MAX + 16], line[2048];
+	char tmp[PATH_MAX + 48], line[2048], err[PATH_MAX + 256];
 	FILE *f;
 	int i, fd;
 
-	snprintf(tmp, sizeof(tmp), "%.*s.tmp", PATH_MAX - 5, r->results);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+	/* Made new under a name no other user can plant ahead (io/safefile.h). */
+	fd = pm_userfile_temp(r->results, tmp, sizeof(tmp), 0644, err, sizeof(err));
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		pm_log(s, "sweep: cannot write %s: %m", tmp);
+		pm_log(s, "sweep: cannot write the results: %s", fd < 0 ? err : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		r->results[0] = '\0';
@@ -462,9 +464,18 @@ static void write_results(struct pm_step *s, struct pm_sr_trial *tr, int n)
 	for (i = 0; i < n; i++)
 		if (pm_sr_tsv_line(&tr[i], line, sizeof(line)) > 0)
 			fputs(line, f);
-	if (fclose(f) || rename(tmp, r->results)) {
-		pm_log(s, "sweep: cannot write %s: %m", r->results);
+	if (fclose(f)) {
+		pm_log(s, "sweep: cannot write %s: %m", tmp);
+		unlink(tmp);
 		r->results[0] = '\0';
+	} else if (rename(tmp, r->results)) {
+		/* Another user's file there, in a sticky directory: the results
+		 * stay where they are, and the summary names that file. */
+		pm_log(s, "sweep: cannot rename %s to %s: %m; the results stay in %s", tmp,
+		       r->results, tmp);
+		pm_gen_tell(&s->gen, "procmgr: sweep: cannot replace %.400s (%m: another user's "
+			    "file?); the results stay in %.400s", r->results, tmp);
+		snprintf(r->results, sizeof(r->results), "%.*s", PATH_MAX - 1, tmp);
 	}
 }
 

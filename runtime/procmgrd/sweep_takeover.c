@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/safefile.h"
 #include "io/sys.h"
 #include "sweep/sweep_loss.h"
 
@@ -32,15 +33,17 @@
 static char *read_journal(struct pm_step *s, const char *path, size_t *len)
 {
 	struct stat st;
-	char *buf = NULL;
+	char *buf = NULL, err[PATH_MAX + 256];
 	size_t got = 0;
 	ssize_t k;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	/* The old root's, i.e. the user's own: another user's file under its
+	 * name would forge the trials' ends. */
+	int fd = pm_userfile_read(path, err, sizeof(err));
 
 	*len = 0;
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > JOURNAL_MAX) {
-		pm_log(s, "sweep: cannot read the journal %s: %s; every trial runs again", path,
-		       fd < 0 ? strerror(errno) : "not a regular file of at most 256 MiB");
+	if (fd < 0 || fstat(fd, &st) || st.st_size > JOURNAL_MAX) {
+		pm_log(s, "sweep: cannot read the journal: %s; every trial runs again",
+		       fd < 0 ? err : "larger than 256 MiB");
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -110,10 +113,11 @@ void pm_sweep_takeover(void *ctx)
 	r->base = pm_sl_attempt_base(roots + 1);
 	r->next_attempt = r->base;
 	/* This root's ends go on in the same journal, after its mark. */
-	r->journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
-			     O_NONBLOCK, 0644);
+	r->journal_fd = pm_userfile_append(path, 0644, err, sizeof(err));
 	n = pm_sl_journal_root(s->node, line, sizeof(line));
-	if (r->journal_fd < 0 || n < 0 || write(r->journal_fd, line, (size_t)n) != n)
+	if (r->journal_fd < 0)
+		pm_log(s, "sweep: the journal: %s; going on without it", err);
+	else if (n < 0 || write(r->journal_fd, line, (size_t)n) != n)
 		pm_log(s, "sweep: cannot write the journal %s: %s", path, strerror(errno));
 	if (pm_sweep_pool_init(s, false)) {
 		pm_sweep_finish(s, 1, "procmgr: sweep: out of memory taking over the root");

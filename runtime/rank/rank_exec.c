@@ -19,6 +19,7 @@
 #include "common/envlist.h"
 #include "common/warm.h"
 #include "common/wire.h"
+#include "io/outdir.h"
 
 #define PM_WARM_ARGV_MAX 4096
 
@@ -97,22 +98,26 @@ void pm_rank_trial_clear(struct pm_rank_trial *t)
 	t->out_fd = t->err_fd = -1;
 }
 
-static int open_out(const char *dir, const char *name, int rank, const char *ext)
+/* dir/NAME.RANK.EXT, in the directory judged the user's own (io/outdir.h):
+ * beside a trials file in a shared directory, another user's directory,
+ * link or FIFO there must not get a trial's output. */
+static int open_out(int dfd, const char *name, int rank, const char *ext, char *err,
+		    size_t errlen)
 {
-	char path[PATH_MAX];
+	char file[PM_SWEEP_NAME_MAX + 32];
 
-	if (snprintf(path, sizeof(path), "%s/%s.%d.%s", dir, name, rank, ext) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
+	if (snprintf(file, sizeof(file), "%s.%d.%s", name, rank, ext) >= (int)sizeof(file)) {
+		snprintf(err, errlen, "trial %s: its name is too long for a file", name);
 		return -1;
 	}
-	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	return pm_outdir_file(dfd, file, err, errlen);
 }
 
 int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
 		      const char *dir, char *err, size_t errlen)
 {
 	const char *nl = strchr(text, '\n');
-	int n = 0;
+	int n = 0, dfd;
 
 	pm_rank_trial_clear(t);
 	if (!nl || sscanf(text, "%64s %d %d %d %255s %d%n", t->name, &t->world, &t->local_rank,
@@ -127,17 +132,15 @@ int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const cha
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
+	dfd = pm_outdir_open(dir, err, errlen);
+	if (dfd < 0)
 		return -1;
-	}
-	t->out_fd = open_out(dir, t->name, rank, "out");
-	t->err_fd = open_out(dir, t->name, rank, "err");
-	if (t->out_fd < 0 || t->err_fd < 0) {
-		snprintf(err, errlen, "cannot open the output files of trial %s in %s: %s", t->name,
-			 dir, strerror(errno));
+	t->out_fd = open_out(dfd, t->name, rank, "out", err, errlen);
+	if (t->out_fd >= 0)
+		t->err_fd = open_out(dfd, t->name, rank, "err", err, errlen);
+	close(dfd);
+	if (t->out_fd < 0 || t->err_fd < 0)
 		return -1;
-	}
 	t->on = true;
 	return 0;
 }

@@ -24,7 +24,15 @@ scrape() { curl -sf "http://127.0.0.1:$port/metrics"; }
 # outside the exporter).
 served() { scrape | grep -q -- "$1"; }
 
+# metrics_dir below $W, which every user may write, is refused (a directory
+# above it must be root's alone): the tests' own, root's, 0755.
+rootdir() {
+	M=$(mktemp -d /tmp/pm-it-m.XXXXXX)
+	chmod 0755 "$M"
+}
+
 teardown() {
+	[ -z "${M:-}" ] || rm -rf "$M"
 	[ -f "$W/plugstack.orig" ] && cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
 	if [ -f "$W/exporter.pid" ]; then
 		kill "$(cat "$W/exporter.pid")" 2>/dev/null || true
@@ -35,9 +43,10 @@ teardown() {
 
 @test "node_exporter serves a running step's restarts, failures and restart latency; the final counters stay for the scrapes, then a later step removes them" {
 	# root's alone: the plugin creates each step's file for its user.
-	mkdir -m 0755 "$W/metrics"
-	site "metrics_dir=$W/metrics"
-	exporter "$W/metrics"
+	rootdir
+	mkdir -m 0755 "$M/metrics"
+	site "metrics_dir=$M/metrics"
+	exporter "$M/metrics"
 	# Rank 1 fails once; generation 1 then works until the test says go,
 	# its first heartbeat 1 s after its start: training again.
 	as_user srun -N2 -n4 --procmgr-restart=on-failure:2 --procmgr-hang-timeout=30 bash -c '
@@ -80,10 +89,10 @@ teardown() {
 	# node_exporter read every file without an error.
 	grep -qx 'node_textfile_scrape_error 0' <<<"$out"
 	# Created by root for the job's user, rewritten in place (no temporary).
-	[ "$(stat -c %U:%a "$W/metrics/procmgr-$job.0.prom")" = nobody:644 ]
-	[ "$(ls -A "$W/metrics")" = "procmgr-$job.0.prom" ]
+	[ "$(stat -c %U:%a "$M/metrics/procmgr-$job.0.prom")" = nobody:644 ]
+	[ "$(ls -A "$M/metrics")" = "procmgr-$job.0.prom" ]
 	# No other user creates a file there (issue 20: forged series).
-	! runuser -u daemon -- touch "$W/metrics/procmgr-$((job + 1)).0.prom"
+	! runuser -u daemon -- touch "$M/metrics/procmgr-$((job + 1)).0.prom"
 	touch "$W/go"
 	wait "$srun_pid"
 	cat "$W/srun.out"
@@ -92,26 +101,80 @@ teardown() {
 	grep -qx "procmgr_restarts_total{job=\"$job\",reason=\"exit\",step=\"0\"} 1" <<<"$(scrape)"
 	# Once older than a scrape interval (60 s), the next step's end
 	# removes it and keeps its own.
-	touch -d '-61 seconds' "$W/metrics/procmgr-$job.0.prom"
+	touch -d '-61 seconds' "$M/metrics/procmgr-$job.0.prom"
 	srun -N1 --procmgr true
-	[ ! -e "$W/metrics/procmgr-$job.0.prom" ]
-	[ "$(ls -A "$W/metrics")" = "procmgr-$((job + 1)).0.prom" ]
-	grep -q "^procmgr_step_running{.*} 0$" "$W/metrics/procmgr-$((job + 1)).0.prom"
+	[ ! -e "$M/metrics/procmgr-$job.0.prom" ]
+	[ "$(ls -A "$M/metrics")" = "procmgr-$((job + 1)).0.prom" ]
+	grep -q "^procmgr_step_running{.*} 0$" "$M/metrics/procmgr-$((job + 1)).0.prom"
 }
 
 @test "a metrics_dir other users may write (1777) is not used: said in slurmd's log, no file written, a planted file not served as the step's; the step runs on" {
-	mkdir -m 1777 "$W/metrics"
-	site "metrics_dir=$W/metrics"
+	rootdir
+	mkdir -m 1777 "$M/metrics"
+	site "metrics_dir=$M/metrics"
 	# Another user plants the next job's file (the forgery of issue 20).
 	job=$(scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}')
-	runuser -u daemon -- sh -c "echo 'procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999' >$W/metrics/procmgr-$job.0.prom"
+	runuser -u daemon -- sh -c "echo 'procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999' >$M/metrics/procmgr-$job.0.prom"
 	run as_user srun -N2 -n2 --procmgr-restart=on-failure:1 bash -c '[ "$RANK$PROCMGR_RESTART_COUNT" = 10 ] && exit 1; exit 0'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(last_job)" = "$job" ]
-	grep -q "metrics_dir: $W/metrics may be written by other users (owner uid 0, mode 1777): it must be a directory of uid 0 that only its owner may write" \
+	grep -q "metrics_dir: $M/metrics may be written by other users (owner uid 0, mode 1777): it must be a directory of uid 0 that only its owner may write" \
 		"$PM_TESTBED_DIR/log/slurmd-${PM_TESTBED_PREFIX:-pmnode}1.log"
 	# procmgrd wrote nothing into the daemon's file, and made no other.
-	[ "$(cat "$W/metrics/procmgr-$job.0.prom")" = "procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999" ]
-	[ "$(ls -A "$W/metrics")" = "procmgr-$job.0.prom" ]
+	[ "$(cat "$M/metrics/procmgr-$job.0.prom")" = "procmgr_restarts_total{job=\"$job\",step=\"0\",reason=\"exit\"} 999" ]
+	[ "$(ls -A "$M/metrics")" = "procmgr-$job.0.prom" ]
+}
+
+# Issue 32 item 2: check-config had the rule backwards (it refused 0755 and
+# passed 1777, which the plugin refuses). One rule, the plugin's
+# (io/safefile.h's pm_privdir_open/find), over the class of directories:
+# check-config's verdict and words are the plugin's at a step.
+@test "check-config and the plugin judge metrics_dir alike: root's 0755 (or missing, made) used; 1777, 0775, 0777, another user's, a link, a user's link or a writable or user's directory above it refused by both, in the same words" {
+	rootdir
+	site "metrics_dir=$M/p/metrics"
+	local c want cc_status cc_out marks said job n=0
+	for c in ok:used missing:used 1777:refused 0775:refused 0777:refused nobody:refused \
+		link:refused parentlink:refused parent0777:refused parentnobody:refused; do
+		want=${c#*:} c=${c%:*}
+		rm -rf "$M/p" "$M/real"
+		mkdir -m 0755 "$M/p" "$M/real"
+		case $c in
+		ok) mkdir -m 0755 "$M/p/metrics" ;;
+		missing) ;;
+		1777 | 0775 | 0777) mkdir "$M/p/metrics" && chmod "$c" "$M/p/metrics" ;;
+		nobody) mkdir -m 0755 "$M/p/metrics" && chown nobody "$M/p/metrics" ;;
+		link) mkdir -m 0755 "$M/real/metrics" && ln -s "$M/real/metrics" "$M/p/metrics" ;;
+		parentlink)
+			# Another user's link above it, to a directory of root's.
+			rmdir "$M/p" && mkdir -m 0755 "$M/real/metrics"
+			ln -s "$M/real" "$M/p" && chown -h daemon "$M/p" ;;
+		parent0777) chmod 0777 "$M/p" && mkdir -m 0755 "$M/p/metrics" ;;
+		parentnobody) chown nobody "$M/p" && mkdir -m 0755 "$M/p/metrics" ;;
+		esac
+		run "$PROCMGR" check-config "$PM_TESTBED_DIR/plugstack.conf"
+		cc_status=$status cc_out=$output
+		marks=$(for f in "$PM_TESTBED_DIR"/log/slurmd-*.log; do echo "$f $(wc -l <"$f")"; done)
+		run as_user srun -N1 --procmgr true
+		[ "$status" -eq 0 ] || { echo "$c: the step failed: $output"; return 1; }
+		job=$(last_job)
+		# The plugin's words in node 0's slurmd log, this step's.
+		said=$(while read -r f k; do tail -n +"$((k + 1))" "$f"; done <<<"$marks" |
+			sed -n 's/.*metrics_dir: \(.*\); no metrics for this step$/\1/p' | head -n 1)
+		echo "# $c: check-config $cc_status; plugin: ${said:-used}" >&3
+		if [ "$want" = used ]; then
+			[ "$cc_status" -eq 0 ] || { echo "$c: check-config: $cc_out"; return 1; }
+			[ -z "$said" ] || { echo "$c: the plugin said: $said"; return 1; }
+			[ -f "$M/p/metrics/procmgr-$job.0.prom" ] || { echo "$c: no file"; return 1; }
+		else
+			[ "$cc_status" -eq 1 ] || { echo "$c: check-config: $cc_out"; return 1; }
+			[ -n "$said" ] || { echo "$c: the plugin said nothing"; return 1; }
+			[[ "$cc_out" == *": metrics_dir: $said: no step's metrics would be written on this node"* ]] ||
+				{ echo "$c: check-config: $cc_out; the plugin: $said"; return 1; }
+			[ ! -e "$M/p/metrics/procmgr-$job.0.prom" ]
+			[ ! -e "$M/real/metrics/procmgr-$job.0.prom" ]
+		fi
+		n=$((n + 1))
+	done
+	[ "$n" -eq 10 ]
 }

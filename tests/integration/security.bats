@@ -9,6 +9,8 @@ teardown() {
 	# A test that opened state_dir to other users closes it again.
 	chown root:root "$STATE"
 	chmod 0755 "$STATE"
+	[ ! -f "$W/plugstack.orig" ] || cp "$W/plugstack.orig" "$PM_TESTBED_DIR/plugstack.conf"
+	[ -z "${R:-}" ] || rm -rf "$R"
 	pm_teardown
 }
 
@@ -175,6 +177,46 @@ plant() {
 	# Root's own, private: the steps run again.
 	run timeout 60 srun -N2 -n2 --procmgr true
 	[ "$status" -eq 0 ]
+}
+
+# Issue 32 item 8: with state_dir below a user's link to a root-only
+# directory, root made the state directory, the topology cache and job
+# directories there. Every directory above state_dir is judged, from "/".
+@test "a state_dir below another user's link, or below a directory other users may write or own, is refused on every node naming that directory; root creates nothing through it" {
+	local c sub want before
+	# Not below $W: every user may write it.
+	R=$(mktemp -d /tmp/pm-it-r.XXXXXX)
+	chmod 0755 "$R"
+	mkdir -m 0700 "$R/rootonly"
+	mkdir -m 0755 "$R/x" "$R/users"
+	ln -s "$R/rootonly" "$R/x/link"
+	chown -h nobody "$R/x/link"
+	mkdir -m 0777 "$R/open"
+	chown nobody "$R/users"
+	mkdir -m 1777 "$R/sticky"
+	cp "$PM_TESTBED_DIR/plugstack.conf" "$W/plugstack.orig"
+	for c in "x/link|$R/x/link above it is a link of another user's (owner uid $(id -u nobody)" \
+		"open|$R/open above it may be written by other users (owner uid 0, mode 0777)" \
+		"users|$R/users above it belongs to another user (owner uid $(id -u nobody)"; do
+		sub=${c%%|*} want=${c#*|}
+		sed "s|state_dir=[^ ]*|state_dir=$R/$sub/state|" "$W/plugstack.orig" >"$PM_TESTBED_DIR/plugstack.conf"
+		before=$(find "$R" | sort)
+		run timeout 60 srun -N2 -n2 --procmgr true
+		echo "$output"
+		[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+		[[ "$output" == *"procmgr: $R/$sub/state: $want"*"): every directory above it must be root's"* ]]
+		# No state_dir, job directory or topology cache, there or beyond.
+		[ "$(find "$R" | sort)" = "$before" ]
+		run "$PROCMGR" check-config "$PM_TESTBED_DIR/plugstack.conf"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"state_dir: $R/$sub/state: $want"* ]]
+	done
+	# Root's own directories, a sticky one of root's above: the steps run.
+	sed "s|state_dir=[^ ]*|state_dir=$R/sticky/state|" "$W/plugstack.orig" >"$PM_TESTBED_DIR/plugstack.conf"
+	run timeout 60 srun -N2 -n2 --procmgr true
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -d "$R/sticky/state" ]
 }
 
 # Issue 20 item 10: the event log's first write failed before rank 0's

@@ -342,3 +342,85 @@ assert t["w1"]["state"] == "running" and t["w1"]["exit"] is None, t["w1"]' "$out
 	[[ "$output" == *'"event":"trial_restart_requested","trial":"a"'* ]]
 	[[ "$output" == *'"event":"trial_stop_requested","trial":"b"'* ]]
 }
+
+# Issue 32 item 7: with the trials file in a shared directory, another user
+# (daemon) had the journal sent into their FIFO and the results into their
+# 0666 file. Each kind of plant at the journal's name is refused, said on
+# srun's stderr and never written through; the results, whose final name
+# daemon holds in this sticky directory, stay in a file of the user's own,
+# which the summary names: nothing is lost.
+@test "another user's plants beside a shared trials file (a FIFO, a link, a 0666 file, a hard link, a directory; their outputs directory) are never written through; said on srun's stderr; every trial's result kept" {
+	local d=$W/shared plant daemon_uid out
+	daemon_uid=$(id -u daemon)
+	mkdir -m 1777 "$d"
+	cd "$d"
+	printf '[a] echo A\n[b] echo B\n[c] echo C\n' >trials.txt
+	chown nobody trials.txt
+	echo "the user's own" >victim && chown nobody victim
+	runuser -u daemon -- sh -c 'umask 0; echo planted >theirs; echo planted >trials.txt.results; echo planted >trials.txt.results.tmp'
+	for plant in fifo link file hardlink dir; do
+		case $plant in
+		fifo)
+			runuser -u daemon -- mkfifo -m 0666 trials.txt.journal
+			# daemon holds the FIFO open, as a reader waiting for lines.
+			# (setpriv execs: $! is the holder itself, for kill.)
+			setpriv --reuid=daemon --regid=daemon --clear-groups \
+				sh -c 'exec 3<>trials.txt.journal; exec sleep 120' &
+			holder=$!
+			what="a FIFO" ;;
+		link) runuser -u daemon -- ln -s "$d/victim" trials.txt.journal; what="a link" ;;
+		file) runuser -u daemon -- sh -c 'umask 0; : >trials.txt.journal'; what="another user's file" ;;
+		hardlink) runuser -u daemon -- ln theirs trials.txt.journal; what="another user's file" ;;
+		dir) runuser -u daemon -- mkdir -m 0777 trials.txt.journal; what="a directory" ;;
+		esac
+		run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"procmgr: sweep: no journal: $d/trials.txt.journal is $what (owner uid $daemon_uid"*"not written through"*"the sweep goes on without it"* ]]
+		# Nothing reached the plant or what it points at.
+		if [ "$plant" = fifo ]; then
+			/usr/bin/python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+try:
+    data = os.read(fd, 4096)
+except BlockingIOError:
+    data = b""
+sys.exit(1 if data else 0)' trials.txt.journal
+			kill "$holder"; wait "$holder" || true
+		fi
+		[ "$(cat victim)" = "the user's own" ]
+		[ "$(cat theirs)" = planted ]
+		[ "$(stat -c %U trials.txt.journal)" = daemon ]
+		[ "$plant" != file ] || [ ! -s trials.txt.journal ]
+		[ "$plant" != dir ] || [ -z "$(ls -A trials.txt.journal)" ]
+		# daemon's results file is theirs to keep (sticky): the results
+		# stay in the user's own temporary file, named in the summary.
+		[ "$(cat trials.txt.results)" = planted ]
+		[ "$(cat trials.txt.results.tmp)" = planted ]
+		[[ "$output" == *"procmgr: sweep: cannot replace $d/trials.txt.results (Operation not permitted: another user's file?); the results stay in $d/trials.txt.results."*".tmp"* ]]
+		out=$(sed -n 's/.*: 3 done, 0 failed; results in \(.*\.tmp\)$/\1/p' <<<"$output")
+		[ -n "$out" ] && [ "$(stat -c %U "$out")" = nobody ]
+		[ "$(rows "$out" done)" -eq 3 ]
+		rm -rf trials.txt.journal "$out"
+	done
+	# Another user's directory under the outputs' name: no trial runs into
+	# it; each fails saying why, nothing written there.
+	rm -rf trials.txt.out trials.txt.results
+	runuser -u daemon -- mkdir -m 0777 trials.txt.out
+	run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"procmgr: trial a "*"$d/trials.txt.out belongs to uid $daemon_uid, not to you"* ]]
+	[ "$(rows trials.txt.results failed)" -eq 3 ]
+	[ -z "$(ls -A trials.txt.out)" ]
+	rm -rf trials.txt.out
+	# The user's own journal of an earlier run: replaced, the sweep keeps one.
+	runuser -u nobody -- sh -c 'echo "old run" >trials.txt.journal'
+	run as_user srun -N2 -n2 --procmgr-sweep=trials.txt true
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"no journal"* ]]
+	! grep -q "old run" trials.txt.journal
+	[ "$(grep -c . trials.txt.journal)" -eq 3 ]
+	[ "$(rows trials.txt.results done)" -eq 3 ]
+}

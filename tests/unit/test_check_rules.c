@@ -76,46 +76,6 @@ static void test_ports(void **state)
 	assert_false(pm_mpiparams_ports("myports=1-2"));
 }
 
-static void test_state_dir(void **state)
-{
-	struct pm_dir_fact f = { .isdir = true, .uid = 0, .mode = S_IFDIR | 0755 };
-	char err[1024];
-	(void)state;
-
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), 0);
-	f.mode = S_IFDIR | 0775;
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "mode 0775"));
-	f.mode = S_IFDIR | 0755;
-	f.uid = 1000;
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), -1);
-	f.uid = 0;
-	f.isdir = false;
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "not a directory"));
-	/* Missing: fine where the plugin can make it. */
-	f = (struct pm_dir_fact){ .err = 2 /* ENOENT */ };
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), 0);
-	f.parent_err = 2;
-	assert_int_equal(pm_judge_state_dir("/s", &f, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "nor its parent"));
-}
-
-static void test_metrics_dir(void **state)
-{
-	struct pm_dir_fact f = { .isdir = true, .uid = 0, .mode = S_IFDIR | 01777 };
-	char err[1024];
-	(void)state;
-
-	assert_int_equal(pm_judge_metrics_dir("/m", &f, err, sizeof(err)), 0);
-	f.mode = S_IFDIR | 0777; /* not sticky: users could replace each other's files */
-	assert_int_equal(pm_judge_metrics_dir("/m", &f, err, sizeof(err)), -1);
-	f.mode = S_IFDIR | 0755;
-	assert_int_equal(pm_judge_metrics_dir("/m", &f, err, sizeof(err)), -1);
-	f = (struct pm_dir_fact){ .err = 2 };
-	assert_int_equal(pm_judge_metrics_dir("/m", &f, err, sizeof(err)), -1);
-}
-
 static void test_drain(void **state)
 {
 	char err[1024];
@@ -136,8 +96,6 @@ int main(void)
 		cmocka_unit_test(test_judge_release),
 		cmocka_unit_test(test_elf_refuses_garbage),
 		cmocka_unit_test(test_ports),
-		cmocka_unit_test(test_state_dir),
-		cmocka_unit_test(test_metrics_dir),
 		cmocka_unit_test(test_drain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -570,8 +571,39 @@ static void test_trial_dir_refused(void **state)
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
-	assert_string_equal(m.text, "cannot make /dev/null/trials.out: Not a directory");
+	assert_string_equal(m.text, "cannot open /dev/null/trials.out: Not a directory (it must "
+			    "be a directory)");
 	finish(&s);
+}
+
+/* Another user's directory under the trials' outputs' name, beside a
+ * trials file in a shared directory (issue 32 item 7): no trial's output
+ * goes there, the trial is answered why. */
+static void test_trial_dir_theirs(void **state)
+{
+	char dir[] = "/tmp/pm-test-trialdir.XXXXXX", out[64], opts[96], cmd[96];
+	struct rsup_cfg c = { 0 };
+	struct pm_msg m;
+	(void)state;
+
+	if (geteuid() != 0)
+		skip(); /* another user's directory: chown */
+	assert_non_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/trials.out", dir);
+	assert_int_equal(mkdir(out, 0777), 0);
+	assert_int_equal(chmod(out, 0777), 0);
+	assert_int_equal(chown(out, 65534, 65534), 0);
+	snprintf(opts, sizeof(opts), "sweep=%s/trials", dir);
+	c.opts = opts;
+	rsup_exec(&s, &c, RSUP_SH("exit 0"));
+	rsup_hello(&s, 0);
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 126);
+	assert_non_null(strstr(m.text, "/trials.out belongs to uid 65534, not to you"));
+	finish(&s);
+	snprintf(cmd, sizeof(cmd), "rmdir '%s' && rmdir '%s'", out, dir);
+	assert_int_equal(system(cmd), 0); /* empty: nothing written there */
 }
 
 /* A spare's supervisor (procmgrd's RANK_STANDBY down, warm on) keeps a
@@ -624,6 +656,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sweep_trials, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_outside_sweep, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_dir_refused, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_trial_dir_theirs, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_spare_keeps_a_standby, rs_setup, rs_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
