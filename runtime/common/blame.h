@@ -10,6 +10,7 @@
 #ifndef PM_BLAME_H
 #define PM_BLAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,14 +48,45 @@ struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsign
  * stacks, or more than one place the ranks differ). */
 int pm_blame_outlier(const int *group, const int *ranks, int n, int ngroups);
 
+/* What the stacks of a hang say (pure). Ranks are compared by their main
+ * thread (common/stacks.h's pm_stack_where): by its innermost Python
+ * frame when every stack taken has Python frames, else by its native
+ * frames; never by the other threads, which differ between ranks waiting
+ * in the same collective (gloo's send and receive threads). A rank is
+ * named when it is the only one not waiting in a collective while another
+ * waits in one, or, of 3 stacks or more, the only one whose place differs
+ * from the others' (which share one). Stacks not taken count for nothing
+ * and are said. */
+struct pm_stack_verdict {
+	int rank;           /* the rank the stacks name, -1: none */
+	int taken, missing; /* stacks taken; not taken */
+	int places;         /* distinct places among those taken */
+	bool py;            /* compared by the Python frames */
+	/* Why that rank ("the only rank not waiting in a collective (it is
+	 * in spin; ranks 0-2 wait in all_reduce)"), else why none ("no
+	 * single rank stands apart (ranks 0-1 in x; ranks 2-3 in y)"). */
+	char words[768];
+	/* The stacks not taken and why, "" if none: "not taken: rank 3's
+	 * (gdb did not finish within 10.0 s)". */
+	char missing_words[768];
+};
+
+/* texts[i]: rank ranks[i]'s normalized stack, or the line saying why it
+ * was not taken. place[i] := the place of stack i, numbered from 0 by
+ * decreasing size (ties: the lowest rank first), -1 for one not taken;
+ * NULL if not wanted. Returns -1 (out of memory) or 0. */
+int pm_blame_stacks(const char *const *texts, const int *ranks, int n, int *place,
+		    struct pm_stack_verdict *v);
+
 /* The verdict in words, into buf: "rank 3 on n2 hung first (its last
  * heartbeat 1.2 s before any other's); ranks 0, 1 followed", or, for a
  * tie, the ranks, how close their beats were and the stack's outlier or
- * "inconclusive". follower: n (at most 64) of the nfollowers other hung
- * ranks, sorted here; the rest are "and more". */
+ * "inconclusive" in the words of the stacks' verdict sv (NULL: not
+ * asked). follower: n (at most 64) of the
+ * nfollowers other hung ranks, sorted here; the rest are "and more". */
 void pm_blame_text(const struct pm_blame *b, int first, const char *first_node,
 		   const char *blamed_node, int *follower, int n, int nfollowers,
-		   uint64_t lead_ms, char *buf, size_t len);
+		   uint64_t lead_ms, const struct pm_stack_verdict *sv, char *buf, size_t len);
 
 /* The blame's name in the event log: "heartbeat", "stack", "none". */
 const char *pm_blame_name(enum pm_blame_by by);
