@@ -11,10 +11,12 @@
 struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsigned resolution_ms,
 			      int outlier)
 {
-	if (!followers || lead_ms >= resolution_ms)
+	if (!followers)
 		return (struct pm_blame){ PM_BLAME_HEARTBEAT, first };
 	if (outlier >= 0)
 		return (struct pm_blame){ PM_BLAME_STACK, outlier };
+	if (lead_ms >= resolution_ms)
+		return (struct pm_blame){ PM_BLAME_HEARTBEAT, first };
 	return (struct pm_blame){ PM_BLAME_NONE, -1 };
 }
 
@@ -230,14 +232,20 @@ void pm_blame_text(const struct pm_blame *b, int first, const char *first_node,
 	qsort(follower, (size_t)n, sizeof(int), cmp_int);
 	fmt_ms(lead_ms, ago, sizeof(ago));
 	if (b->by != PM_BLAME_HEARTBEAT) {
+		bool tie = lead_ms < PM_BLAME_RESOLUTION_MS;
 		memcpy(all, follower, (size_t)n * sizeof(int));
 		all[n] = first;
 		if (pm_ranks_format(all, n + 1, list, sizeof(list)))
 			snprintf(list, sizeof(list), "%d ranks", nfollowers + 1);
 		fmt_ms(PM_BLAME_RESOLUTION_MS, res, sizeof(res));
-		off = (size_t)snprintf(buf, len, "ranks %s%s hung with their last heartbeats "
-				       "within %s of each other, less than heartbeats resolve (%s): ",
-				       list, nfollowers > n ? " and more" : "", ago, res);
+		if (tie)
+			off = (size_t)snprintf(buf, len, "ranks %s%s hung with their last heartbeats "
+					       "within %s of each other, less than heartbeats "
+					       "resolve (%s): ", list, nfollowers > n ? " and more" : "",
+					       ago, res);
+		else
+			off = (size_t)snprintf(buf, len, "ranks %s%s hung: ", list,
+					       nfollowers > n ? " and more" : "");
 		if (off >= len)
 			off = len ? len - 1 : 0;
 		if (b->by == PM_BLAME_STACK)
@@ -248,6 +256,13 @@ void pm_blame_text(const struct pm_blame *b, int first, const char *first_node,
 			add(buf, len, &off, "inconclusive: %s", sv->words);
 		else
 			add(buf, len, &off, "inconclusive, no evidence points at one rank");
+		/* The stacks outweigh a lead between beats of the same step,
+		 * which the step's own work on each rank makes. */
+		if (!tie && b->rank != first)
+			add(buf, len, &off, " (rank %d's last heartbeat is the oldest, by %s: the "
+			    "stacks say more)", first, ago);
+		else if (!tie)
+			add(buf, len, &off, " (its last heartbeat is also the oldest, by %s)", ago);
 		if (sv && sv->missing_words[0])
 			add(buf, len, &off, "; %s", sv->missing_words);
 		return;

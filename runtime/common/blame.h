@@ -2,11 +2,12 @@
  *
  * A hang's usual shape is one rank stuck and every other waiting for it in
  * a collective: their last heartbeats were all taken at the same training
- * step, a few ms apart, and the order of those ms says nothing. The oldest
- * heartbeat is evidence only when it leads the next by more than the
- * heartbeats can resolve; below that, the stacks may show the one rank
- * that is somewhere else (the others all wait in the same place), and
- * otherwise nothing points at one rank and the answer says so. */
+ * step, apart by what the step's work took on each rank, and their order
+ * says little. The stacks say more: the one rank that is somewhere else
+ * while the others wait in a collective (or all share one place) is the
+ * likely cause, whatever the heartbeats. Without that, the oldest
+ * heartbeat is evidence when it leads the next by more than heartbeats
+ * resolve; below that nothing points at one rank and the answer says so. */
 #ifndef PM_BLAME_H
 #define PM_BLAME_H
 
@@ -24,9 +25,10 @@
 #define PM_BLAME_RESOLUTION_MS 100
 
 enum pm_blame_by {
-	PM_BLAME_HEARTBEAT, /* its last heartbeat leads the others' by more than the resolution */
-	PM_BLAME_STACK,     /* the heartbeats tie; its stack differs from every other's */
-	PM_BLAME_NONE,      /* the heartbeats tie and the stacks name nobody */
+	PM_BLAME_HEARTBEAT, /* hung alone, or the stacks name nobody and its last heartbeat
+			     * leads the others' by more than the resolution */
+	PM_BLAME_STACK,     /* the stacks name it (pm_blame_stacks) */
+	PM_BLAME_NONE,      /* the stacks name nobody and the heartbeats tie */
 };
 
 struct pm_blame {
@@ -36,9 +38,9 @@ struct pm_blame {
 
 /* first: the rank whose last heartbeat is the oldest; followers: how many
  * other ranks were judged hung; lead_ms: how much older first's beat is
- * than the next; outlier: pm_blame_outlier's answer (-1: none). A rank
- * judged hung alone (no followers) is blamed: the others were still
- * beating when the stop reached them. */
+ * than the next; outlier: the rank the stacks name (pm_blame_stacks, -1:
+ * none). A rank judged hung alone (no followers) is blamed: the others
+ * were still beating when the stop reached them. */
 struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsigned resolution_ms,
 			      int outlier);
 

@@ -265,7 +265,7 @@ bool pm_decide_hang_ask(const struct pm_gen *g)
 {
 	const struct pm_hang *h = &g->hang;
 
-	return h->followers && h->next_beat - h->beat < PM_BLAME_RESOLUTION_MS;
+	return h->followers > 0;
 }
 
 /* At STOPPED after a hang: now that every hung rank has said so and every

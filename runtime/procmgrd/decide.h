@@ -63,9 +63,8 @@ void pm_decide_fail(const struct pm_gen *g, const struct pm_msg *m, uint64_t now
 		    struct pm_verdict *v);
 /* When a hung rank's supervisor judged it hung, on the root's clock. */
 uint64_t pm_decide_hung_at(const struct pm_msg *m, uint64_t now);
-/* At STOPPED after a hang: whether the stacks decide (the hung ranks'
- * heartbeats too close to tell), then blame and decide with what the
- * stacks say (sv: the hang_outlier op's answer, NULL if not asked;
+/* At STOPPED after a hang: whether the stacks decide (more than one rank
+ * hung: common/blame.h), then blame and decide with what the stacks say (sv: the hang_outlier op's answer, NULL if not asked;
  * sv->rank's node onode). */
 bool pm_decide_hang_ask(const struct pm_gen *g);
 void pm_decide_hang(const struct pm_gen *g, const struct pm_stack_verdict *sv, int onode,

@@ -373,6 +373,20 @@ static void test_text(void **state)
 	    "all_reduce); not taken: the stack of ranks 2-3 (gdb did not finish within 10.0 s)");
 	pm_blame_text(&b, 1, "n1", "", follower, 3, 3, 4, NULL, buf, sizeof(buf));
 	has(buf, "(100 ms): inconclusive, no evidence points at one rank");
+	/* A lead the heartbeats resolve, the stacks naming another rank. */
+	b = (struct pm_blame){ PM_BLAME_STACK, 3 };
+	v.rank = 3;
+	v.missing_words[0] = '\0';
+	snprintf(v.words, sizeof(v.words), "the only rank not waiting in a collective (it is in "
+		 "spin; ranks 0-2 wait in all_reduce)");
+	{
+		int others[] = { 3, 0, 2 };
+		pm_blame_text(&b, 1, "n1", "n2", others, 3, 3, 400, &v, buf, sizeof(buf));
+	}
+	assert_string_equal(buf, "ranks 0-3 hung: rank 3 on n2, the only rank not waiting in a "
+			    "collective (it is in spin; ranks 0-2 wait in all_reduce), is the likely "
+			    "cause (rank 1's last heartbeat is the oldest, by 400 ms: the stacks say "
+			    "more)");
 }
 
 static int outlier(const char *const *stacks, const int *ranks, int n)
@@ -414,10 +428,15 @@ static void test_hang(void **state)
 	b = pm_blame_hang(3, 7, 1, PM_BLAME_RESOLUTION_MS, 5);
 	assert_int_equal(b.by, PM_BLAME_STACK);
 	assert_int_equal(b.rank, 5);
-	/* A lead the heartbeats resolve is evidence, the stacks aside. */
-	b = pm_blame_hang(3, 7, PM_BLAME_RESOLUTION_MS, PM_BLAME_RESOLUTION_MS, 5);
+	/* A lead the heartbeats resolve is evidence when the stacks name
+	 * nobody; the stacks outweigh it (beats of one step differ by the
+	 * step's work on each rank). */
+	b = pm_blame_hang(3, 7, PM_BLAME_RESOLUTION_MS, PM_BLAME_RESOLUTION_MS, -1);
 	assert_int_equal(b.by, PM_BLAME_HEARTBEAT);
 	assert_int_equal(b.rank, 3);
+	b = pm_blame_hang(3, 7, PM_BLAME_RESOLUTION_MS, PM_BLAME_RESOLUTION_MS, 5);
+	assert_int_equal(b.by, PM_BLAME_STACK);
+	assert_int_equal(b.rank, 5);
 	/* Judged hung alone: the others beat on until the stop. */
 	b = pm_blame_hang(2, 0, 0, PM_BLAME_RESOLUTION_MS, -1);
 	assert_int_equal(b.by, PM_BLAME_HEARTBEAT);

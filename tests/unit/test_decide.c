@@ -285,7 +285,8 @@ struct hang_case {
 static const struct hang_case hangs[] = {
 	{ "one rank hung, nobody followed", ON, 2, 0, 0, -1, -1, "", "", false,
 	  PM_VERDICT_RESTART, 3, 1, PM_BLAME_HEARTBEAT, "rank 3 on n1" },
-	{ "the oldest heartbeat leads: it is blamed", ON, 2, 1, 5000, -1, -1, "", "", false,
+	{ "the oldest heartbeat leads, the stacks name nobody: it is blamed", ON, 2, 1, 5000, -1,
+	  -1, "", "", true,
 	  PM_VERDICT_RESTART, 3, 1, PM_BLAME_HEARTBEAT, "restarting all 8 ranks (restart 1 of 2)" },
 	{ "a tie, the stacks name rank 6", ON, 2, 1, 50, 6, 2, "the only rank not waiting in a "
 	  "collective (it is in spin; rank 3 waits in all_reduce)", "", true, PM_VERDICT_RESTART,
@@ -296,7 +297,13 @@ static const struct hang_case hangs[] = {
 	  "within 10.0 s)", true, PM_VERDICT_GIVE_UP, -1, -1, PM_BLAME_NONE, ": inconclusive: no "
 	  "single rank stands apart (rank 3 in a; rank 6 in b); not taken: the stack of rank 7 "
 	  "(gdb did not finish within 10.0 s); not restarting (restart=never)" },
-	{ "blamed, no restart left", ON, 0, 1, 5000, -1, -1, "", "", false, PM_VERDICT_GIVE_UP, 3,
+	{ "the oldest heartbeat leads, the stacks name rank 6: the stacks win", ON, 2, 1, 5000, 6,
+	  2, "the only rank not waiting in a collective (it is in spin; rank 3 waits in "
+	  "all_reduce)", "", true, PM_VERDICT_RESTART, 6, 2, PM_BLAME_STACK, "generation 2: "
+	  "ranks 3,6 hung: rank 6 on n2, the only rank not waiting in a collective (it is in "
+	  "spin; rank 3 waits in all_reduce), is the likely cause (rank 3's last heartbeat is the "
+	  "oldest, by 5.0 s: the stacks say more); restarting" },
+	{ "blamed, no restart left", ON, 0, 1, 5000, -1, -1, "", "", true, PM_VERDICT_GIVE_UP, 3,
 	  1, PM_BLAME_HEARTBEAT, "giving up after 0 restarts (restart=on-failure:0)" },
 };
 
