@@ -475,7 +475,9 @@ void pm_stack_where(const char *text, struct pm_stack_where *w)
 void pm_stack_overrun_words(const char *tool, unsigned ms, double load, long cpus,
 			    const char *raise, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s did not finish within %.1f s", tool, ms / 1000.0);
+	int n = tool ? snprintf(buf, len, "%s did not finish within %.1f s", tool, ms / 1000.0)
+		     : snprintf(buf, len, "waiting: no turn among this node's stack tools within "
+				"%.1f s", ms / 1000.0);
 
 	if (n < 0 || (size_t)n >= len)
 		return;

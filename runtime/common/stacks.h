@@ -52,7 +52,9 @@ void pm_stack_where(const char *text, struct pm_stack_where *w);
 
 /* Why a stack tool was stopped, in words that say the bound and how busy
  * the node was: "TOOL did not finish within 10.0 s (node load 24.1 on 2
- * CPUs; --procmgr-stack-timeout raises the bound)". load < 0: unknown. */
+ * CPUs; --procmgr-stack-timeout raises the bound)"; tool NULL: it never
+ * had its turn ("waiting: no turn among this node's stack tools within
+ * 10.0 s (...)"). load < 0: unknown. */
 void pm_stack_overrun_words(const char *tool, unsigned ms, double load, long cpus,
 			    const char *raise, char *buf, size_t len);
 

@@ -73,17 +73,14 @@ static void on_end(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	if (w == &st->timer_w) {
 		/* The bound and how busy the node was, said: a loaded node's
 		 * debugger takes longer, and the user can raise the bound. */
-		char words[4400], tool[4200];
+		char words[4400];
 		double load = -1;
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		if (getloadavg(&load, 1) != 1)
 			load = -1;
-		if (st->waiting)
-			snprintf(tool, sizeof(tool), "waiting: no turn among this node's stack tools");
-		else
-			snprintf(tool, sizeof(tool), "%s", st->tool);
-		pm_stack_overrun_words(tool, st->ms, load, cpus, "--procmgr-stack-timeout raises "
-				       "the bound", words, sizeof(words));
+		pm_stack_overrun_words(st->waiting ? NULL : st->tool, st->ms, load, cpus,
+				       "--procmgr-stack-timeout raises the bound", words,
+				       sizeof(words));
 		say_missing(st->out, "%s", words, 0);
 	}
 	end(st);

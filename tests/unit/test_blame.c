@@ -344,6 +344,9 @@ static void test_overrun_words(void **state)
 	assert_string_equal(buf, "gdb did not finish within 2.5 s");
 	pm_stack_overrun_words("gdb", 2500, 0.5, 1, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "gdb did not finish within 2.5 s (node load 0.5 on 1 CPU)");
+	pm_stack_overrun_words(NULL, 2000, 3.0, 2, "x", buf, sizeof(buf));
+	assert_string_equal(buf, "waiting: no turn among this node's stack tools within 2.0 s "
+			    "(node load 3.0 on 2 CPUs; x)");
 }
 
 /* The verdict's words with the stacks': named, inconclusive, not taken. */
