@@ -231,8 +231,10 @@ int pm_cmd_stacks(int argc, char **argv)
 	if (rc)
 		return rc;
 	rc = 1;
-	/* Each node's tools are bounded (PM_STACKS_MS, 20 s); the tree adds little. */
-	if (pm_client_ask(&t, PM_Q_STACKS, list, 30000, collect, &a, &end, why, sizeof(why)))
+	/* Each node's tools are bounded (20 s, up to PM_STACKS_MAX_MS on a
+	 * loaded node); the tree adds little. */
+	if (pm_client_ask(&t, PM_Q_STACKS, list, PM_STACKS_MAX_MS + 10000, collect, &a, &end, why,
+			  sizeof(why)))
 		fprintf(stderr, "procmgr stacks: %s\n", why);
 	else
 		rc = show(&t, &a, json, native);

@@ -472,6 +472,17 @@ void pm_stack_where(const char *text, struct pm_stack_where *w)
 		snprintf(w->why, sizeof(w->why), "the stack tool found no frames");
 }
 
+unsigned pm_stack_bound_ms(unsigned base, double load, long cpus, unsigned max)
+{
+	double ms = base;
+
+	if (cpus > 0 && load > (double)cpus)
+		ms = ms * load / (double)cpus;
+	if (ms > max)
+		ms = max;
+	return ms < base ? base : (unsigned)ms;
+}
+
 void pm_stack_overrun_words(const char *tool, unsigned ms, double load, long cpus,
 			    const char *raise, char *buf, size_t len)
 {

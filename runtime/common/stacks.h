@@ -50,6 +50,15 @@ struct pm_stack_where {
  * ("procmgr: no stack for rank 3: ..."). */
 void pm_stack_where(const char *text, struct pm_stack_where *w);
 
+/* A stack tool's bound on a node with this load (the 1-minute average)
+ * and CPUs: base, stretched by how many runnable tasks share each CPU
+ * (a debugger attaching to a Python rank needs about a CPU second), at
+ * most max. */
+unsigned pm_stack_bound_ms(unsigned base, double load, long cpus, unsigned max);
+/* procmgr stacks' bound per rank (procmgrd/query_stacks.c) at most: the
+ * command waits this long and a little more. */
+#define PM_STACKS_MAX_MS 120000
+
 /* Why a stack tool was stopped, in words that say the bound and how busy
  * the node was: "TOOL did not finish within 10.0 s (node load 24.1 on 2
  * CPUs; --procmgr-stack-timeout raises the bound)"; tool NULL: it never

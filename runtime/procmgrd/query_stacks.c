@@ -288,8 +288,17 @@ static void q_fin(struct pm_step *s, void *arg)
 int pm_query_stacks(struct pm_step *s, struct pm_q *q)
 {
 	char why[512];
-	int rc = pm_stacks_take(s, q->args, PM_STACKS_MS, q_each, q_fin, q, &q->stacks, why,
-				sizeof(why));
+	double load = -1;
+	int rc;
+
+	/* A loaded node's debuggers take longer: the bound grows with the
+	 * load (and a tool that still overruns says the bound and the load). */
+	if (getloadavg(&load, 1) != 1)
+		load = -1;
+	rc = pm_stacks_take(s, q->args, pm_stack_bound_ms(PM_STACKS_MS, load,
+							  sysconf(_SC_NPROCESSORS_ONLN),
+							  PM_STACKS_MAX_MS),
+			    q_each, q_fin, q, &q->stacks, why, sizeof(why));
 
 	if (rc < 0) {
 		strcat(why, "\n");

@@ -336,6 +336,13 @@ static void test_overrun_words(void **state)
 	char buf[256];
 	(void)state;
 
+	/* The bound grows with the load per CPU, within [base, max]. */
+	assert_int_equal(pm_stack_bound_ms(20000, 0.5, 2, 120000), 20000);
+	assert_int_equal(pm_stack_bound_ms(20000, -1, 2, 120000), 20000);
+	assert_int_equal(pm_stack_bound_ms(20000, 6.0, 2, 120000), 60000);
+	assert_int_equal(pm_stack_bound_ms(20000, 24.0, 2, 120000), 120000);
+	assert_int_equal(pm_stack_bound_ms(20000, 6.0, 0, 120000), 20000);
+
 	pm_stack_overrun_words("/usr/bin/gdb", 10000, 24.04, 2, "--procmgr-stack-timeout raises "
 			       "the bound", buf, sizeof(buf));
 	assert_string_equal(buf, "/usr/bin/gdb did not finish within 10.0 s (node load 24.0 on 2 "
