@@ -220,8 +220,10 @@ PY
 @test "a hang: every rank's stack is taken before anything is stopped; the grouped summary with the hung rank's function on srun's stderr, in the event log and in state_dir" {
 	cp "$STUCK" "$W/stuck.py"
 	chmod 0644 "$W/stuck.py"
-	run as_user timeout 90 srun -N2 -n4 --procmgr --procmgr-hang-timeout=2 \
-		--export=ALL,STUCK_RANK=3 /usr/bin/python3 "$W/stuck.py"
+	# (a bound well above what gdb takes on a loaded testbed node: the
+	# default 10 s is the other tests')
+	run as_user timeout 180 srun -N2 -n4 --procmgr --procmgr-hang-timeout=2 \
+		--procmgr-stack-timeout=60 --export=ALL,STUCK_RANK=3 /usr/bin/python3 "$W/stuck.py"
 	echo "$output"
 	[ "$status" -eq 1 ]
 	job=$(last_job)
