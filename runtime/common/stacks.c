@@ -108,28 +108,16 @@ size_t pm_stack_normalize(const char *raw, char *out, size_t len)
 
 void pm_stack_top(const char *norm, char *out, size_t len)
 {
-	const char *py = strstr(norm, "python:\n"), *l;
-	size_t n;
+	struct pm_stack_where *w = malloc(sizeof(*w));
 
-	out[0] = '\0';
 	if (!len)
 		return;
-	if (py) {
-		l = strstr(py, ", in ");
-		if (l) {
-			l += 5;
-			n = strcspn(l, "\n");
-			snprintf(out, len, "%.*s", (int)n, l);
-			return;
-		}
-	}
-	for (l = norm; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] ? 1 : 0)) {
-		if (!strncmp(l, "  ", 2)) {
-			n = strcspn(l + 2, " \n");
-			snprintf(out, len, "%.*s", (int)n, l + 2);
-			return;
-		}
-	}
+	out[0] = '\0';
+	if (!w)
+		return;
+	pm_stack_where(norm, w);
+	snprintf(out, len, "%s", w->py ? w->pytop : w->ntop);
+	free(w);
 }
 
 int pm_stack_group(const char *const *stacks, const int *ranks, int n, int *group)
@@ -265,4 +253,248 @@ int pm_ranks_check(const char *list, char *why, size_t len)
 	int hit = 0;
 
 	return walk(list, -1, &hit, why, len);
+}
+
+/* One line of s at l: its length, without the newline. */
+static size_t line_len(const char *l)
+{
+	return strcspn(l, "\n");
+}
+
+static const char *next_line(const char *l)
+{
+	l += line_len(l);
+	return *l ? l + 1 : l;
+}
+
+/* gdb numbers the threads it attached to from 1, the process's main
+ * thread first; a stack without thread 1 (another tool) has its first
+ * thread as the main one, one without thread lines only that. */
+static int main_thread(const char *norm)
+{
+	const char *l;
+	int first = -1, id;
+
+	for (l = norm; *l; l = next_line(l))
+		if (sscanf(l, "thread %d:", &id) == 1) {
+			if (id == 1)
+				return 1;
+			if (first < 0)
+				first = id;
+		}
+	return first;
+}
+
+/* The main thread's frames, native and Python, as calls of fn (line,
+ * length, python?). gdb lists every thread twice (bt, then py-bt): both
+ * lists are the main thread's. Returns whether any frame was seen at all,
+ * in any thread. */
+static bool main_frames(const char *norm, void (*fn)(void *, const char *, size_t, bool),
+			void *arg)
+{
+	const char *l;
+	int main = main_thread(norm), cur = -1, id;
+	bool py = false, any = false;
+
+	for (l = norm; *l; l = next_line(l)) {
+		size_t n = line_len(l);
+		if (sscanf(l, "thread %d:", &id) == 1) {
+			cur = id;
+			py = false;
+		} else if (n == 7 && !strncmp(l, "python:", 7)) {
+			py = true;
+		} else if (!strncmp(l, "  ", 2)) {
+			any = true;
+			if (cur == main && fn)
+				fn(arg, l, n, py || !strncmp(l, "  File \"", 8));
+		}
+	}
+	return any;
+}
+
+struct brief {
+	struct out native, py;
+};
+
+static void brief_one(void *arg, const char *l, size_t n, bool py)
+{
+	struct brief *b = arg;
+
+	put_line(py ? &b->py : &b->native, l, n);
+}
+
+size_t pm_stack_brief(const char *norm, char *out, size_t len)
+{
+	static const size_t part = 64 * 1024;
+	struct brief b;
+	char head[32];
+	const char *l;
+	int main = main_thread(norm), k;
+	struct out o = { out, len, 0, 0 };
+
+	if (len)
+		out[0] = '\0';
+	b.native = (struct out){ malloc(part), part, 0, 0 };
+	b.py = (struct out){ malloc(part), part, 0, 0 };
+	if (!b.native.p || !b.py.p) {
+		free(b.native.p), free(b.py.p);
+		return 0;
+	}
+	b.native.p[0] = b.py.p[0] = '\0';
+	main_frames(norm, brief_one, &b);
+	if (b.native.off || b.py.off) {
+		if (main >= 0) {
+			k = snprintf(head, sizeof(head), "thread %d:", main);
+			put_line(&o, head, (size_t)k);
+		}
+		if (b.py.off)
+			put_line(&o, "python:", 7);
+		for (l = b.py.off ? b.py.p : b.native.p; *l; l = next_line(l))
+			put_line(&o, l, line_len(l));
+	}
+	free(b.native.p), free(b.py.p);
+	return o.off;
+}
+
+/* A native frame's function: "  c10d::Work::wait(std::chrono...) () from
+ * x.so" -> "c10d::Work::wait". */
+static void frame_fn(const char *l, size_t n, char *out, size_t len)
+{
+	size_t k;
+
+	l += 2;
+	n -= 2;
+	k = strcspn(l, " (\n");
+	if (k > n)
+		k = n;
+	snprintf(out, len, "%.*s", (int)k, l);
+}
+
+/* The C library's and the kernel's waits, said by the function above. */
+static bool libc_fn(const char *fn)
+{
+	static const char *const waits[] = {
+		"poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect", "nanosleep",
+		"clock_nanosleep", "read", "write", "recv", "recvfrom", "recvmsg", "send",
+		"sendto", "sendmsg", "accept", "accept4", "connect", "pthread_cond_wait",
+		"pthread_cond_timedwait", "pthread_cond_clockwait", "pthread_join", "sem_wait",
+		"sem_timedwait", "syscall", "wait4", "waitpid", "sleep", "usleep", "pause",
+		"sigwait", "sigtimedwait", "start_thread", "clone", "clone3", "raise", "abort",
+		"??", NULL
+	};
+	int i;
+
+	if (fn[0] == '_' || !fn[0])
+		return true;
+	for (i = 0; waits[i]; i++)
+		if (!strcmp(fn, waits[i]))
+			return true;
+	return false;
+}
+
+static bool coll_fn(const char *fn)
+{
+	return strstr(fn, "c10d::") || strstr(fn, "gloo::") || !strncmp(fn, "nccl", 4) ||
+	       !strncmp(fn, "MPI_", 4) || !strncmp(fn, "PMPI_", 5);
+}
+
+struct wherectx {
+	struct pm_stack_where *w;
+	struct out nkey;
+	bool have_py, have_ntop;
+	char first[128];
+};
+
+static void where_one(void *arg, const char *l, size_t n, bool py)
+{
+	struct wherectx *c = arg;
+	struct pm_stack_where *w = c->w;
+	char fn[128];
+
+	if (py) {
+		const char *f, *fe, *in;
+		if (c->have_py)
+			return; /* only the innermost */
+		c->have_py = true;
+		w->py = true;
+		/* '  File "F", line N, in FUNC' */
+		f = l + 8;
+		fe = memchr(f, '"', (size_t)(l + n - f));
+		in = fe ? strstr(fe, ", in ") : NULL;
+		if (!fe || !in || in > l + n)
+			return;
+		in += 5;
+		snprintf(w->pytop, sizeof(w->pytop), "%.*s", (int)(l + n - in), in);
+		snprintf(w->pykey, sizeof(w->pykey), "%.*s in %.*s", (int)(l + n - in), in,
+			 (int)(fe - f), f);
+		w->pycoll = memmem(f, (size_t)(fe - f), "/torch/distributed/", 19) != NULL;
+		return;
+	}
+	frame_fn(l, n, fn, sizeof(fn));
+	put_line(&c->nkey, fn, strlen(fn));
+	if (!c->first[0])
+		snprintf(c->first, sizeof(c->first), "%s", fn);
+	if (!c->have_ntop && !libc_fn(fn)) {
+		c->have_ntop = true;
+		snprintf(w->ntop, sizeof(w->ntop), "%s", fn);
+	}
+	if (coll_fn(fn))
+		w->ncoll = true;
+}
+
+void pm_stack_where(const char *text, struct pm_stack_where *w)
+{
+	struct wherectx c = { .w = w };
+	const char *p = text;
+	size_t n;
+
+	memset(w, 0, sizeof(*w));
+	c.nkey = (struct out){ w->nkey, sizeof(w->nkey), 0, 0 };
+	w->taken = main_frames(text, where_one, &c);
+	if (!w->ntop[0])
+		snprintf(w->ntop, sizeof(w->ntop), "%s", c.first);
+	if (w->taken)
+		return;
+	/* "procmgr: no stack for rank 3 (pid 9): WHY" / "procmgr: no stack: WHY" */
+	if (!strncmp(p, "procmgr: ", 9))
+		p += 9;
+	if (!strncmp(p, "no stack for rank ", 18)) {
+		const char *c2 = strstr(p, ": ");
+		if (c2 && c2 < p + line_len(p))
+			p = c2 + 2;
+	} else if (!strncmp(p, "no stack: ", 10)) {
+		p += 10;
+	}
+	n = line_len(p);
+	if (n)
+		snprintf(w->why, sizeof(w->why), "%.*s", (int)n, p);
+	else
+		snprintf(w->why, sizeof(w->why), "the stack tool found no frames");
+}
+
+unsigned pm_stack_bound_ms(unsigned base, double load, long cpus, unsigned max)
+{
+	double ms = base;
+
+	if (cpus > 0 && load > (double)cpus)
+		ms = ms * load / (double)cpus;
+	if (ms > max)
+		ms = max;
+	return ms < base ? base : (unsigned)ms;
+}
+
+void pm_stack_overrun_words(const char *tool, unsigned ms, double load, long cpus,
+			    const char *raise, char *buf, size_t len)
+{
+	int n = tool ? snprintf(buf, len, "%s did not finish within %.1f s", tool, ms / 1000.0)
+		     : snprintf(buf, len, "waiting: no turn among this node's stack tools within "
+				"%.1f s", ms / 1000.0);
+
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (load >= 0 && cpus > 0)
+		snprintf(buf + n, len - (size_t)n, " (node load %.1f on %ld CPU%s%s%s)", load, cpus,
+			 cpus == 1 ? "" : "s", raise && *raise ? "; " : "", raise ? raise : "");
+	else if (raise && *raise)
+		snprintf(buf + n, len - (size_t)n, " (%s)", raise);
 }

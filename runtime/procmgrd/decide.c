@@ -249,7 +249,7 @@ void pm_decide_fail(const struct pm_gen *g, const struct pm_msg *m, uint64_t now
 /* "rank 3 on n2 hung first (...); ranks 0, 1 followed", or the tie's words
  * (common/blame.h). */
 static void hang_text(const struct pm_gen *g, const struct pm_blame *b, int blamed_node,
-		      char *buf, size_t len)
+		      const struct pm_stack_verdict *sv, char *buf, size_t len)
 {
 	const struct pm_hang *h = &g->hang;
 	int follower[PM_HANG_LIST];
@@ -258,21 +258,22 @@ static void hang_text(const struct pm_gen *g, const struct pm_blame *b, int blam
 	pm_blame_text(b, h->rank, pm_gen_node_name(g, h->node),
 		      blamed_node >= 0 ? pm_gen_node_name(g, blamed_node) : "",
 		      follower, h->followers < PM_HANG_LIST ? h->followers : PM_HANG_LIST,
-		      h->followers, h->followers ? h->next_beat - h->beat : 0, buf, len);
+		      h->followers, h->followers ? h->next_beat - h->beat : 0, sv, buf, len);
 }
 
 bool pm_decide_hang_ask(const struct pm_gen *g)
 {
 	const struct pm_hang *h = &g->hang;
 
-	return h->followers && h->next_beat - h->beat < PM_BLAME_RESOLUTION_MS;
+	return h->followers > 0;
 }
 
 /* At STOPPED after a hang: now that every hung rank has said so and every
  * stack is in, blame (common/blame.h) and decide. */
-void pm_decide_hang(const struct pm_gen *g, int outlier, int onode, struct pm_verdict *v)
+void pm_decide_hang(const struct pm_gen *g, const struct pm_stack_verdict *sv, int onode,
+		    struct pm_verdict *v)
 {
-	char what[768], lbl[64], list[256];
+	char what[2048], lbl[64], list[256];
 	const struct pm_hang *h = &g->hang;
 	unsigned delay = 0;
 	size_t off = 0;
@@ -281,11 +282,11 @@ void pm_decide_hang(const struct pm_gen *g, int outlier, int onode, struct pm_ve
 	struct pm_blame b;
 
 	verdict(v, PM_VERDICT_NONE);
-	b = pm_blame_hang(h->rank, h->followers, lead, PM_BLAME_RESOLUTION_MS, outlier);
+	b = pm_blame_hang(h->rank, h->followers, lead, PM_BLAME_RESOLUTION_MS, sv ? sv->rank : -1);
 	v->blamed = b.rank;
 	v->blamed_by = (int)b.by;
 	v->blamed_node = b.by == PM_BLAME_STACK ? onode : b.by == PM_BLAME_HEARTBEAT ? h->node : -1;
-	hang_text(g, &b, v->blamed_node, what, sizeof(what));
+	hang_text(g, &b, v->blamed_node, sv, what, sizeof(what));
 	list[0] = '\0';
 	for (i = 0; i < n && off < sizeof(list); i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",

@@ -36,7 +36,7 @@ struct pm_verdict {
 	int lost;                  /* a node declared lost (the node_lost op); -1 */
 	/* The line on srun's stderr: RESTART and REPLACE always, FINISH with
 	 * --procmgr-verbose. "" for none. */
-	char tell[1024];
+	char tell[2560];
 	unsigned delay_ms;         /* RESTART, REPLACE: before the next generation */
 	/* GIVE_UP: the step's exit code; the rank that prints text (blame:
 	 * it failed, the others end 0); the node concerned (-1). */
@@ -63,11 +63,12 @@ void pm_decide_fail(const struct pm_gen *g, const struct pm_msg *m, uint64_t now
 		    struct pm_verdict *v);
 /* When a hung rank's supervisor judged it hung, on the root's clock. */
 uint64_t pm_decide_hung_at(const struct pm_msg *m, uint64_t now);
-/* At STOPPED after a hang: whether to ask the hang_outlier op (the hung
- * ranks' heartbeats too close to tell), then blame and decide with its
- * answer (outlier -1: none or not asked; onode its node). */
+/* At STOPPED after a hang: whether the stacks decide (more than one rank
+ * hung: common/blame.h), then blame and decide with what the stacks say (sv: the hang_outlier op's answer, NULL if not asked;
+ * sv->rank's node onode). */
 bool pm_decide_hang_ask(const struct pm_gen *g);
-void pm_decide_hang(const struct pm_gen *g, int outlier, int onode, struct pm_verdict *v);
+void pm_decide_hang(const struct pm_gen *g, const struct pm_stack_verdict *sv, int onode,
+		    struct pm_verdict *v);
 /* A node lost, without spares: the end. */
 void pm_decide_lost(const struct pm_gen *g, int node, const char *why, struct pm_verdict *v);
 /* A node lost with spares: a spare takes its slot, or the end. */

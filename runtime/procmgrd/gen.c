@@ -175,7 +175,7 @@ static void say(struct pm_gen *g, const char *fmt, va_list ap)
 static void say(struct pm_gen *g, const char *fmt, va_list ap)
 {
 	struct pm_msg m;
-	char buf[1024];
+	char buf[3072]; /* a hang's verdict names places and stacks not taken */
 	int i = speaker(g);
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);

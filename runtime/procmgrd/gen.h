@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/blame.h"
 #include "common/policy.h"
 #include "common/wire.h"
 
@@ -59,9 +60,11 @@ struct pm_gen_ops {
 	void (*became_root)(void *ctx);
 	void (*log)(void *ctx, const char *text);
 	uint64_t (*now_ms)(void *ctx);
-	/* The root, deciding a hang: the rank whose stack differs from every
-	 * other's (common/blame.h) and its node, -1 if none. May be NULL. */
-	int (*hang_outlier)(void *ctx, int *node);
+	/* The root, deciding a hang: what the stacks say (common/blame.h's
+	 * pm_blame_stacks, into v), the node of the rank they name and when
+	 * the last stack came (the capture's end, 0: none); returns that
+	 * rank, -1 if none. May be NULL. */
+	int (*hang_outlier)(void *ctx, int *node, struct pm_stack_verdict *v, uint64_t *last_ms);
 	/* The root declared node lost (its node_lost event). May be NULL. */
 	void (*node_lost)(void *ctx, int node);
 	/* Sweeps (cf.sweep, the root): every node is ready, the sweep's
@@ -201,6 +204,11 @@ struct pm_gen {
 		int follower[PM_HANG_LIST];
 		/* the decision: rank (-1: nobody), its node, enum pm_blame_by */
 		int blamed, blamed_node, blamed_by;
+		/* the generation that hung; how long its stacks took, from the
+		 * first rank judged hung to the last stack in: the recovery
+		 * says it apart from procmgr's part (recovery.c) */
+		uint32_t gen;
+		uint64_t stacks_ms;
 	} hang;
 };
 

@@ -158,7 +158,7 @@ static void hang_wait(struct pm_gen *g, const struct pm_msg *m, uint64_t t)
 	uint64_t at = pm_decide_hung_at(m, t);
 
 	if (!g->hang.pending) {
-		g->hang = (struct pm_hang){ .pending = true, .rank = -1 };
+		g->hang = (struct pm_hang){ .pending = true, .rank = -1, .gen = g->gen };
 		g->fail_t0 = at;
 		g->stop_flags = PM_FLAG_HUNG; /* every rank's stack first */
 		pm_gen_stop(g, g->gen);
@@ -235,12 +235,19 @@ static bool hang_decided(struct pm_gen *g)
 {
 	struct pm_hang *h = &g->hang;
 	struct pm_verdict v;
-	int onode = h->node, outlier = -1;
+	struct pm_stack_verdict sv;
+	uint64_t last = 0;
+	int onode = h->node;
+	bool asked = false;
 
 	h->pending = false;
-	if (pm_decide_hang_ask(g) && g->cf.ops->hang_outlier)
-		outlier = g->cf.ops->hang_outlier(g->cf.ctx, &onode);
-	pm_decide_hang(g, outlier, onode, &v);
+	if (g->cf.ops->hang_outlier) {
+		g->cf.ops->hang_outlier(g->cf.ctx, &onode, &sv, &last);
+		asked = pm_decide_hang_ask(g);
+	}
+	/* The stacks' time is not procmgr's restart: said apart. */
+	h->stacks_ms = last > g->fail_t0 ? last - g->fail_t0 : 0;
+	pm_decide_hang(g, asked ? &sv : NULL, onode, &v);
 	h->blamed = v.blamed;
 	h->blamed_by = v.blamed_by;
 	h->blamed_node = v.blamed_node;

@@ -79,9 +79,12 @@ void pm_stacks_cancel(struct pm_stacks *st);
  * root's summary at its "hang" event, and forgetting them. */
 void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m);
 void pm_query_hang_report(struct pm_step *s);
-/* The rank whose stack, of those in so far, differs from every other's
- * (common/blame.h), and its node; -1 if none. */
-int pm_query_hang_outlier(struct pm_step *s, int *node);
+/* What the stacks in so far say (common/blame.h's pm_blame_stacks), the
+ * node of the rank they name and when the last came (0: none); returns
+ * that rank, -1 if none. */
+struct pm_stack_verdict;
+int pm_query_hang_outlier(struct pm_step *s, int *node, struct pm_stack_verdict *v,
+			  uint64_t *last_ms);
 void pm_query_hang_clear(void);
 /* The event log's listener (step_setup.c's hooks): at "hang", the hang's
  * stacks are said (pm_query_hang_report); at "start", forgotten. */

@@ -115,6 +115,20 @@ static void missing_why(const char *raw, int grank, char *out, size_t len)
 			out[n] = ' ';
 }
 
+/* Thread lines alone are no stack. */
+static bool has_frames(const char *norm)
+{
+	struct pm_stack_where *w = malloc(sizeof(*w));
+	bool r = false;
+
+	if (w) {
+		pm_stack_where(norm, w);
+		r = w->taken;
+	}
+	free(w);
+	return r;
+}
+
 void pm_query_rank_ended(struct pm_step *s, int lrank)
 {
 	char path[4096], *raw, *text;
@@ -132,7 +146,7 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 	if (n >= 0 && text) {
 		raw[n] = '\0';
 		/* One frame: a stack's first PM_WIRE_TEXT_MAX bytes, whole lines. */
-		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1))
+		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1) || !has_frames(text))
 			missing_why(raw, grank, text, PM_WIRE_TEXT_MAX + 1);
 		save(s, grank, text);
 		if (s->node == 0) {
@@ -158,52 +172,30 @@ void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
 		pm_step_send(s, s->parent, m);
 }
 
-/* A stack the tool could not take is no evidence: only real ones count. */
-static bool missing(const char *text)
-{
-	return !strncmp(text, PM_NO_STACK, strlen(PM_NO_STACK));
-}
-
-int pm_query_hang_outlier(struct pm_step *s, int *node)
+int pm_query_hang_outlier(struct pm_step *s, int *node, struct pm_stack_verdict *v,
+			  uint64_t *last_ms)
 {
 	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
 	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int *group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int *nodes = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int i, n = 0, r = -1;
+	int i;
 	(void)s;
 
-	if (texts && ranks && group && nodes) {
-		for (i = 0; i < nkept; i++)
-			if (!missing(kept[i].text)) {
-				texts[n] = kept[i].text;
-				nodes[n] = kept[i].node;
-				ranks[n++] = kept[i].rank;
-			}
-		r = pm_blame_outlier(group, ranks, n, pm_stack_group(texts, ranks, n, group));
-		for (i = 0; r >= 0 && i < n; i++)
-			if (ranks[i] == r)
-				*node = nodes[i];
+	*last_ms = last_kept_ms;
+	memset(v, 0, sizeof(*v));
+	v->rank = -1;
+	if (texts && ranks) {
+		for (i = 0; i < nkept; i++) {
+			texts[i] = kept[i].text;
+			ranks[i] = kept[i].rank;
+		}
+		if (pm_blame_stacks(texts, ranks, nkept, NULL, v))
+			v->rank = -1;
+		for (i = 0; v->rank >= 0 && i < nkept; i++)
+			if (kept[i].rank == v->rank)
+				*node = kept[i].node;
 	}
-	free(texts), free(ranks), free(group), free(nodes);
-	return r;
-}
-
-/* The python part of a normalized stack, else its first native frames. */
-static void excerpt(const char *norm, char *out, size_t len)
-{
-	const char *py = strstr(norm, "python:\n");
-	size_t n;
-	int lines = 0;
-
-	if (py) {
-		snprintf(out, len, "%s", py);
-		return;
-	}
-	for (n = 0; norm[n] && lines < 12; n++)
-		if (norm[n] == '\n')
-			lines++;
-	snprintf(out, len, "%.*s", (int)n, norm);
+	free(texts), free(ranks);
+	return v->rank;
 }
 
 static void say(struct pm_step *s, const char *text)
@@ -221,19 +213,20 @@ static void say(struct pm_step *s, const char *text)
 	pm_step_send(s, s->ranks[best], &m);
 }
 
-/* At the root's "hang" event: the summary, grouped, the hung rank's stack
- * last. */
+/* At the root's "hang" event: the summary, the stacks taken grouped by
+ * where each rank's main thread is (as the verdict compared them), those
+ * not taken and why, and the blamed rank's stack last; none for a verdict
+ * that blames nobody. */
 void pm_query_hang_report(struct pm_step *s)
 {
 	const char **texts = NULL;
-	int *ranks = NULL, *group = NULL, *members = NULL;
+	int *ranks = NULL, *place = NULL, *members = NULL;
 	char out[PM_WIRE_TEXT_MAX], top[128], list[512], ex[2048], esc[PM_WIRE_TEXT_MAX];
 	char groups[2048], etop[256];
-	/* The blamed rank's stack, else (nobody blamed) the oldest beat's. */
-	int hung = s->gen.hang.blamed >= 0 ? s->gen.hang.blamed : s->gen.hang.rank, i, g, ng, hi = -1;
-	const char *why = s->gen.hang.blamed_by == PM_BLAME_STACK ? "its stack differs"
-			  : s->gen.hang.blamed_by == PM_BLAME_NONE ? "the oldest heartbeat, "
-			  "by less than heartbeats resolve" : "hung first";
+	struct pm_stack_verdict v;
+	int blamed = s->gen.hang.blamed, i, g, hi = -1;
+	const char *why = s->gen.hang.blamed_by == PM_BLAME_STACK ? "its stack stands apart"
+			  : "hung first";
 	size_t off = 0, goff = 0;
 	uint64_t last = last_kept_ms;
 
@@ -252,26 +245,37 @@ void pm_query_hang_report(struct pm_step *s)
 	last_kept_ms = last; /* the capture's end is the last real one's */
 	texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
 	ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	group = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
+	place = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
 	members = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	if (!texts || !ranks || !group || !members || !nkept)
+	if (!texts || !ranks || !place || !members || !nkept)
 		goto out;
 	for (i = 0; i < nkept; i++) {
 		texts[i] = kept[i].text;
 		ranks[i] = kept[i].rank;
-		if (kept[i].rank == hung)
+		if (kept[i].rank == blamed)
 			hi = i;
 	}
-	ng = pm_stack_group(texts, ranks, nkept, group);
+	if (pm_blame_stacks(texts, ranks, nkept, place, &v))
+		goto out;
 	off += (size_t)snprintf(out + off, sizeof(out) - off,
-				"procmgr: stacks at the hang of generation %u: %d rank%s, %d distinct "
-				"(kept in state_dir/%u/%u.hang.RANK.stack on each node)", s->gen.gen,
-				nkept, nkept == 1 ? "" : "s", ng, s->job, s->stepid);
+				"procmgr: stacks at the hang of generation %u: %d rank%s, ", s->gen.gen,
+				nkept, nkept == 1 ? "" : "s");
+	if (v.taken)
+		off += (size_t)snprintf(out + off, sizeof(out) - off, "%d stack%s taken in %d "
+					"place%s%s", v.taken, v.taken == 1 ? "" : "s", v.places,
+					v.places == 1 ? "" : "s", v.py ? " (by the Python frames)"
+					: " (by the main thread)");
+	else
+		off += (size_t)snprintf(out + off, sizeof(out) - off, "no stack taken");
+	if (v.missing && v.taken)
+		off += (size_t)snprintf(out + off, sizeof(out) - off, ", %d not taken", v.missing);
+	off += (size_t)snprintf(out + off, sizeof(out) - off, " (kept in state_dir/%u/%u.hang."
+				"RANK.stack on each node)", s->job, s->stepid);
 	groups[0] = '\0';
-	for (g = 0; g < ng; g++) {
+	for (g = 0; g < v.places; g++) {
 		int k = 0, j = 0;
 		for (i = 0; i < nkept; i++)
-			if (group[i] == g) {
+			if (place[i] == g) {
 				members[k++] = ranks[i];
 				j = i;
 			}
@@ -279,45 +283,53 @@ void pm_query_hang_report(struct pm_step *s)
 			snprintf(list, sizeof(list), "%d ranks", k);
 		pm_stack_top(texts[j], top, sizeof(top));
 		pm_json_escape(top, etop, sizeof(etop));
-		if (off < sizeof(out) && missing(texts[j]))
-			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   %.*s",
-						(int)strcspn(texts[j] + strlen("procmgr: "), "\n"),
-						texts[j] + strlen("procmgr: "));
-		else if (off < sizeof(out))
-			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   rank%s %s in %s",
-						k == 1 ? "" : "s", list, top[0] ? top : "?");
+		if (off < sizeof(out))
+			off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   rank%s %s "
+						"in %s", k == 1 ? "" : "s", list, top);
 		if (goff < sizeof(groups))
 			goff += (size_t)snprintf(groups + goff, sizeof(groups) - goff,
 						 "%s{\"ranks\":\"%s\",\"top\":\"%s\"}", g ? "," : "", list,
 						 etop);
 	}
-	if (hi >= 0) {
+	/* The stacks not taken, each with why, as the supervisor said it. */
+	for (i = 0; i < nkept; i++) {
+		struct pm_stack_where *w;
+		if (place[i] >= 0 || off >= sizeof(out) || !(w = malloc(sizeof(*w))))
+			continue;
+		pm_stack_where(texts[i], w);
+		off += (size_t)snprintf(out + off, sizeof(out) - off, "\nprocmgr:   no stack for "
+					"rank %d: %s", ranks[i], w->why);
+		free(w);
+	}
+	etop[0] = top[0] = esc[0] = '\0';
+	if (hi >= 0 && place[hi] >= 0) {
 		pm_stack_top(texts[hi], top, sizeof(top));
-		excerpt(texts[hi], ex, sizeof(ex));
+		pm_stack_brief(texts[hi], ex, sizeof(ex));
 		if (off < sizeof(out))
 			snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (%s) was in "
-				 "%s:\n%s", hung, why, top[0] ? top : "?", ex);
+				 "%s:\n%s", blamed, why, top, ex);
 		pm_json_escape(texts[hi], esc, sizeof(esc));
 		pm_json_escape(top, etop, sizeof(etop));
-	} else {
-		etop[0] = '\0';
-		top[0] = esc[0] = '\0';
+	} else if (hi >= 0 && off < sizeof(out)) {
+		snprintf(out + off, sizeof(out) - off, "\nprocmgr: rank %d (%s): its stack was not "
+			 "taken", blamed, why);
 	}
 	say(s, out);
 	if (goff >= sizeof(groups))
 		groups[0] = '\0'; /* cut: the file on each node has them all */
 	{
 		char f[PM_WIRE_TEXT_MAX * 2];
-		/* How long the stacks took, from the first rank judged hung: part
-		 * of the recovery (the stop waits for them). */
+		/* How long the stacks took, from the first rank judged hung: the
+		 * stop waits for them, and the recovery says them apart from
+		 * procmgr's part (recovery.c). */
 		unsigned long long cap = last_kept_ms > s->gen.fail_t0 ?
 					 (unsigned long long)(last_kept_ms - s->gen.fail_t0) : 0;
 		snprintf(f, sizeof(f), "\"gen\":%u,\"rank\":%d,\"top\":\"%s\",\"ranks\":%d,"
-			 "\"groups\":[%s],\"stack\":\"%s\",\"capture_ms\":%llu", s->gen.gen, hung,
-			 etop, nkept, groups, esc, cap);
+			 "\"taken\":%d,\"groups\":[%s],\"stack\":\"%s\",\"capture_ms\":%llu",
+			 s->gen.gen, hi >= 0 ? blamed : -1, etop, nkept, v.taken, groups, esc, cap);
 		pm_step_ops.event(s, "hang_stacks", f);
 	}
 out:
-	free(texts), free(ranks), free(group), free(members);
+	free(texts), free(ranks), free(place), free(members);
 	pm_query_hang_clear();
 }

@@ -79,10 +79,16 @@ static void result(struct pm_tool *t, bool killed, char *text, size_t len)
 	*p = '\0';
 	last = strrchr(raw, '\n');
 	last = last ? last + 1 : raw;
-	if (killed)
-		snprintf(text, len, "procmgr: the stack tool did not finish within %.1f s for rank "
-			 "%d (pid %d)\n", t->st->ms / 1000.0, t->grank, (int)t->target);
-	else
+	if (killed) {
+		char words[256];
+		double load = -1;
+		if (getloadavg(&load, 1) != 1)
+			load = -1;
+		pm_stack_overrun_words("the stack tool", t->st->ms, load,
+				       sysconf(_SC_NPROCESSORS_ONLN), "", words, sizeof(words));
+		snprintf(text, len, "procmgr: no stack for rank %d (pid %d): %s\n", t->grank,
+			 (int)t->target, words);
+	} else
 		snprintf(text, len, "procmgr: no stack for rank %d (pid %d): %.300s\n", t->grank,
 			 (int)t->target, *last ? last : "the tool said nothing");
 	free(raw);
@@ -282,8 +288,17 @@ static void q_fin(struct pm_step *s, void *arg)
 int pm_query_stacks(struct pm_step *s, struct pm_q *q)
 {
 	char why[512];
-	int rc = pm_stacks_take(s, q->args, PM_STACKS_MS, q_each, q_fin, q, &q->stacks, why,
-				sizeof(why));
+	double load = -1;
+	int rc;
+
+	/* A loaded node's debuggers take longer: the bound grows with the
+	 * load (and a tool that still overruns says the bound and the load). */
+	if (getloadavg(&load, 1) != 1)
+		load = -1;
+	rc = pm_stacks_take(s, q->args, pm_stack_bound_ms(PM_STACKS_MS, load,
+							  sysconf(_SC_NPROCESSORS_ONLN),
+							  PM_STACKS_MAX_MS),
+			    q_each, q_fin, q, &q->stacks, why, sizeof(why));
 
 	if (rc < 0) {
 		strcat(why, "\n");

@@ -25,28 +25,36 @@ void pm_gen_state_restored(struct pm_gen *g, uint64_t step, uint64_t lost)
 void pm_gen_root_running(struct pm_gen *g, bool beat)
 {
 	uint64_t t = g->cf.ops->now_ms(g->cf.ctx);
-	unsigned long long since = t - g->start_t0, rec = t - g->fail_t0;
+	unsigned long long since = t - g->start_t0, rec = t - g->fail_t0, stacks = 0;
 	struct pm_gen_recovery *r = &g->rec;
+	char hs[64] = "", hev[32] = "";
 
 	if (g->gen == 0) {
 		pm_gen_event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
 		      "\"since_start_ms\":%llu", g->gen, pm_gen_world(g), since);
 		return;
 	}
+	/* After a hang, taking every rank's stack came first (up to the
+	 * stack timeout): said apart, not counted as procmgr's part. */
+	if (g->hang.gen + 1 == g->gen && g->hang.stacks_ms) {
+		stacks = g->hang.stacks_ms < rec ? g->hang.stacks_ms : rec;
+		snprintf(hs, sizeof(hs), "the hang's stacks %.2f s, ", (double)stacks / 1000);
+		snprintf(hev, sizeof(hev), ",\"stacks_ms\":%llu", stacks);
+	}
 	if (!beat || r->gen != g->gen) {
 		/* A heartbeat seen with the run (both in one report) still
 		 * has a process part: the same instant. */
-		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec };
+		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec - stacks };
 	}
 	if (!beat) {
 		pm_gen_event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
-		      "\"since_failure_ms\":%llu,\"process_ms\":%llu,\"heartbeats\":%s", g->gen,
-		      pm_gen_world(g), since, rec, rec, g->cf.beats ? "true" : "false");
+		      "\"since_failure_ms\":%llu,\"process_ms\":%llu%s,\"heartbeats\":%s", g->gen,
+		      pm_gen_world(g), since, rec, rec - stacks, hev, g->cf.beats ? "true" : "false");
 		if (!g->cf.beats)
 			pm_gen_tell(g, "procmgr: generation %u: every rank running again %.2f s "
-				    "after the failure (procmgr's part only: without "
+				    "after the failure (%sprocmgr's part only: without "
 				    "--procmgr-hang-timeout no heartbeat says when training "
-				    "resumes)", g->gen, (double)rec / 1000);
+				    "resumes)", g->gen, (double)rec / 1000, hs);
 		return;
 	}
 	r->beat = true;
@@ -66,12 +74,12 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 				 (unsigned long long)s->lost_max);
 		}
 		pm_gen_event(g, "heartbeating", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
-		      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu%s",
+		      "\"since_failure_ms\":%llu,\"recovery_ms\":%llu,\"process_ms\":%llu%s%s",
 		      g->gen, pm_gen_world(g), since, rec, rec, (unsigned long long)r->process_ms,
-		      ev);
+		      hev, ev);
 		pm_gen_tell(g, "procmgr: generation %u: every rank training again %.2f s after "
-			    "the failure (procmgr's part %.2f s, the program's start %.2f s)%s",
-			    g->gen, (double)rec / 1000, (double)r->process_ms / 1000,
-			    (double)(rec - r->process_ms) / 1000, st);
+			    "the failure (%sprocmgr's part %.2f s, the program's start %.2f s)%s",
+			    g->gen, (double)rec / 1000, hs, (double)r->process_ms / 1000,
+			    (double)(rec - stacks - r->process_ms) / 1000, st);
 	}
 }

@@ -42,6 +42,7 @@ struct pm_stacks;
 /* What a lower file asks of a higher one, filled in by the top (step_setup.c's
  * pm_step_hooks, set by pm_step_init): the lower file owns the question,
  * the higher one answers it. Any may be NULL (nothing to do). */
+struct pm_stack_verdict;
 #define PM_STEP_LISTENERS 4
 struct pm_step_hooks {
 	/* transport.c: the root's event, before its line goes to the log
@@ -51,7 +52,8 @@ struct pm_step_hooks {
 					    const char *fields);
 	void (*on_written[PM_STEP_LISTENERS])(struct pm_step *s, const char *name);
 	/* transport.c: the machine's ops that higher files carry out. */
-	int (*hang_outlier)(struct pm_step *s, int *node);
+	int (*hang_outlier)(struct pm_step *s, int *node, struct pm_stack_verdict *v,
+			    uint64_t *last_ms);
 	void (*node_lost)(struct pm_step *s, int node);
 	void (*sweep_launch)(void *ctx);
 	void (*sweep_fail)(void *ctx, const struct pm_msg *m);

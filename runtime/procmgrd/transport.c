@@ -258,11 +258,12 @@ static void log_line(void *ctx, const char *text)
 	pm_log(ctx, "%s", text);
 }
 
-static int hang_outlier(void *ctx, int *node)
+static int hang_outlier(void *ctx, int *node, struct pm_stack_verdict *v, uint64_t *last_ms)
 {
 	struct pm_step *s = ctx;
 
-	return s->hooks && s->hooks->hang_outlier ? s->hooks->hang_outlier(s, node) : -1;
+	return s->hooks && s->hooks->hang_outlier ? s->hooks->hang_outlier(s, node, v, last_ms)
+						  : -1;
 }
 
 static void node_lost(void *ctx, int node)

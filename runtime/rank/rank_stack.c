@@ -5,12 +5,14 @@
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/stacks.h"
 #include "io/stacktool.h"
 #include "io/sys.h"
 
@@ -69,12 +71,17 @@ static void on_end(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 
 	if (w == &st->timer_w) {
-		if (st->waiting)
-			say_missing(st->out, "%s: no turn among this node's stack tools within %.1f s "
-				    "(the node is busy)", "waiting", st->ms);
-		else
-			say_missing(st->out, "%s did not finish within %.1f s (the node is busy)",
-				    st->tool, st->ms);
+		/* The bound and how busy the node was, said: a loaded node's
+		 * debugger takes longer, and the user can raise the bound. */
+		char words[4400];
+		double load = -1;
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		if (getloadavg(&load, 1) != 1)
+			load = -1;
+		pm_stack_overrun_words(st->waiting ? NULL : st->tool, st->ms, load, cpus,
+				       "--procmgr-stack-timeout raises the bound", words,
+				       sizeof(words));
+		say_missing(st->out, "%s", words, 0);
 	}
 	end(st);
 	st->done(st->arg);

@@ -34,6 +34,22 @@ def work():
 rank = os.environ["RANK"]
 with open(os.environ["PM_LOG"], "a") as log:
     log.write("start rank=%s gen=%s pid=%d\n" % (rank, os.environ.get("PROCMGR_RESTART_COUNT"), os.getpid()))
+# COLLECTIVE=1: every rank joins a gloo process group (torch) and beats
+# after one all_reduce; then rank STUCK_RANK spins while the others wait
+# for it in the next all_reduce.
+if os.environ.get("COLLECTIVE"):
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method="env://")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    beat()
+    if rank == os.environ.get("STUCK_RANK"):
+        spin()
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    raise SystemExit(0)
 beat()
 if rank == os.environ.get("STUCK_RANK"):
     spin()

@@ -91,7 +91,16 @@ void cli_answer(const char *cmd, const char *text, int rc)
 
 void cli_fake_gdb(void)
 {
+	/* A second thread that differs between ranks 0 and 1 (as gloo's
+	 * send and receive threads do): only --native shows it. */
 	script("gdb", "while [ $# -gt 0 ] && [ \"$1\" != -p ]; do shift; done\n"
+		      "if [ \"$2\" = 4101 ]; then\n"
+		      "  echo 'Thread 2 (LWP 2):'\n"
+		      "  echo '#0  0x0000 in waitSend () from libgloo.so'\n"
+		      "else\n"
+		      "  echo 'Thread 2 (LWP 2):'\n"
+		      "  echo '#0  0x0000 in waitRecv () from libgloo.so'\n"
+		      "fi\n"
 		      "if [ \"$2\" = 4103 ]; then\n"
 		      "  echo 'Thread 1 (LWP 1):'\n"
 		      "  echo '#0  0x0000 in barrier_wait () at sync.c:9'\n"

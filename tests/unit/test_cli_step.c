@@ -405,20 +405,31 @@ static void test_stacks(void **state)
 	three_ranks(r);
 	cli_run(&o, pm_cmd_stacks, "stacks", "77.3", NULL);
 	assert_int_equal(o.rc, 0);
-	cli_has(o.out, "step 77.3: stacks of 3 ranks, 2 distinct\n");
+	/* Each rank's main thread: ranks 0 and 1 alike, their other
+	 * threads aside. */
+	cli_has(o.out, "step 77.3: stacks of 3 ranks, 3 taken, 2 distinct (each rank's main "
+		       "thread, by its Python frames where it has them; --native for every "
+		       "thread)\n");
 	cli_has(o.out, "\n== ranks 0-1 (2) in ");
 	cli_has(o.out, "allreduce");
 	cli_has(o.out, "\n== rank 2 (1) in ");
 	cli_has(o.out, "barrier_wait");
 	assert_true(strstr(o.out, "ranks 0-1") < strstr(o.out, "rank 2 (1)"));
 	assert_null(strchr(o.out, '\x1b')); /* the user's text, made visible */
+	assert_null(strstr(o.out, "waitSend"));
+	/* --native: every thread, so that ranks 0 and 1 differ. */
+	cli_run(&o, pm_cmd_stacks, "stacks", "77.3", "--native", NULL);
+	assert_int_equal(o.rc, 0);
+	cli_has(o.out, "step 77.3: stacks of 3 ranks, 3 taken, 3 distinct\n");
+	cli_has(o.out, "waitSend");
+	cli_has(o.out, "waitRecv");
 	cli_run(&o, pm_cmd_stacks, "stacks", "77.3", "--json", "--rank", "1-2", NULL);
 	assert_int_equal(o.rc, 0);
-	cli_has(o.out, "{\"job\":77,\"step\":3,\"ranks\":2,\"groups\":[{\"ranks\":[1],\"count\":1,"
-		       "\"top\":");
+	cli_has(o.out, "{\"job\":77,\"step\":3,\"ranks\":2,\"taken\":2,\"native\":false,"
+		       "\"groups\":[{\"ranks\":[1],\"count\":1,\"top\":");
 	cli_has(o.out, "{\"ranks\":[2],\"count\":1,");
 	cli_has(o.out, "\\u001b[31m");
-	cli_has(o.out, "],\"notes\":[]}\n");
+	cli_has(o.out, "],\"missing\":[],\"notes\":[]}\n");
 	cli_run(&o, pm_cmd_stacks, "stacks", "77.3", "--rank", "x", NULL);
 	assert_int_equal(o.rc, 2);
 	cli_has(o.err, "procmgr stacks: --rank: ");
@@ -428,10 +439,10 @@ static void test_stacks(void **state)
 	setenv("PATH", cli_dir(), 1);
 	cli_run(&o, pm_cmd_stacks, "stacks", "77.3", NULL);
 	assert_int_equal(o.rc, 0);
-	cli_has(o.out, "step 77.3: stacks of 0 ranks, 0 distinct\n\n");
+	cli_has(o.out, "step 77.3: stacks of 0 ranks, 0 taken, 0 distinct (each rank's main");
 	cli_has(o.out, "no stack tool: install gdb");
 	cli_run(&o, pm_cmd_stacks, "stacks", "--json", "77.3", NULL);
-	cli_has(o.out, "\"groups\":[],\"notes\":[\"procmgr: ");
+	cli_has(o.out, "\"groups\":[],\"missing\":[],\"notes\":[\"procmgr: ");
 	for (i = 0; i < 3; i++)
 		peer_free(&r[i]);
 }

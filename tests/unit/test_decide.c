@@ -274,6 +274,7 @@ struct hang_case {
 	int followers;
 	uint64_t lead;
 	int outlier, onode;  /* the op's answer */
+	const char *sw, *smissing; /* its words */
 	bool ask;
 	enum pm_verdict_kind kind;
 	int blamed, blamed_node;
@@ -282,16 +283,28 @@ struct hang_case {
 };
 
 static const struct hang_case hangs[] = {
-	{ "one rank hung, nobody followed", ON, 2, 0, 0, -1, -1, false, PM_VERDICT_RESTART, 3, 1,
-	  PM_BLAME_HEARTBEAT, "rank 3 on n1" },
-	{ "the oldest heartbeat leads: it is blamed", ON, 2, 1, 5000, -1, -1, false,
+	{ "one rank hung, nobody followed", ON, 2, 0, 0, -1, -1, "", "", false,
+	  PM_VERDICT_RESTART, 3, 1, PM_BLAME_HEARTBEAT, "rank 3 on n1" },
+	{ "the oldest heartbeat leads, the stacks name nobody: it is blamed", ON, 2, 1, 5000, -1,
+	  -1, "", "", true,
 	  PM_VERDICT_RESTART, 3, 1, PM_BLAME_HEARTBEAT, "restarting all 8 ranks (restart 1 of 2)" },
-	{ "a tie, the stacks name rank 6", ON, 2, 1, 50, 6, 2, true, PM_VERDICT_RESTART, 6, 2,
-	  PM_BLAME_STACK, "rank 6" },
-	{ "a tie, nobody named, never: the end", NEVER, 0, 1, 50, -1, -1, true, PM_VERDICT_GIVE_UP,
-	  -1, -1, PM_BLAME_NONE, "; not restarting (restart=never)" },
-	{ "blamed, no restart left", ON, 0, 1, 5000, -1, -1, false, PM_VERDICT_GIVE_UP, 3, 1,
-	  PM_BLAME_HEARTBEAT, "giving up after 0 restarts (restart=on-failure:0)" },
+	{ "a tie, the stacks name rank 6", ON, 2, 1, 50, 6, 2, "the only rank not waiting in a "
+	  "collective (it is in spin; rank 3 waits in all_reduce)", "", true, PM_VERDICT_RESTART,
+	  6, 2, PM_BLAME_STACK, ": rank 6 on n2, the only rank not waiting in a collective (it is "
+	  "in spin; rank 3 waits in all_reduce), is the likely cause; restarting" },
+	{ "a tie, nobody named, never: the end", NEVER, 0, 1, 50, -1, -1, "no single rank stands "
+	  "apart (rank 3 in a; rank 6 in b)", "not taken: the stack of rank 7 (gdb did not finish "
+	  "within 10.0 s)", true, PM_VERDICT_GIVE_UP, -1, -1, PM_BLAME_NONE, ": inconclusive: no "
+	  "single rank stands apart (rank 3 in a; rank 6 in b); not taken: the stack of rank 7 "
+	  "(gdb did not finish within 10.0 s); not restarting (restart=never)" },
+	{ "the oldest heartbeat leads, the stacks name rank 6: the stacks win", ON, 2, 1, 5000, 6,
+	  2, "the only rank not waiting in a collective (it is in spin; rank 3 waits in "
+	  "all_reduce)", "", true, PM_VERDICT_RESTART, 6, 2, PM_BLAME_STACK, "generation 2: "
+	  "ranks 3,6 hung: rank 6 on n2, the only rank not waiting in a collective (it is in "
+	  "spin; rank 3 waits in all_reduce), is the likely cause (rank 3's last heartbeat is the "
+	  "oldest, by 5.0 s: the stacks say more); restarting" },
+	{ "blamed, no restart left", ON, 0, 1, 5000, -1, -1, "", "", true, PM_VERDICT_GIVE_UP, 3,
+	  1, PM_BLAME_HEARTBEAT, "giving up after 0 restarts (restart=on-failure:0)" },
 };
 
 static void test_hang_table(void **state)
@@ -302,15 +315,18 @@ static void test_hang_table(void **state)
 	for (i = 0; i < sizeof(hangs) / sizeof(hangs[0]); i++) {
 		const struct hang_case *c = &hangs[i];
 		struct pm_verdict v;
+		struct pm_stack_verdict sv = { .rank = c->outlier };
 		struct pm_gen g;
 
+		snprintf(sv.words, sizeof(sv.words), "%s", c->sw);
+		snprintf(sv.missing_words, sizeof(sv.missing_words), "%s", c->smissing);
 		machine(&g, 0, 4, 0, c->mode, c->max, 0);
 		g.phase = PM_PHASE_STOPPING;
 		g.hang = (struct pm_hang){ .pending = true, .rank = 3, .node = 1, .beat = 1000,
 					   .next_beat = 1000 + c->lead, .followers = c->followers,
 					   .follower = { 6 } };
 		CHECK(pm_decide_hang_ask(&g) == c->ask, "%s: ask the stacks?", c->name);
-		pm_decide_hang(&g, c->outlier, c->onode, &v);
+		pm_decide_hang(&g, c->ask ? &sv : NULL, c->onode, &v);
 		CHECK(v.kind == c->kind, "%s: %s", c->name, pm_verdict_name(v.kind));
 		CHECK(v.blamed == c->blamed && v.blamed_node == c->blamed_node &&
 		      v.blamed_by == (int)c->by, "%s: blamed %d on %d by %d", c->name, v.blamed,
