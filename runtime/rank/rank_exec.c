@@ -1,5 +1,6 @@
 #include "rank_exec.h"
 #include "sweep/sweep_file.h"
+#include "sweep/sweep_metric.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -96,6 +97,7 @@ void pm_rank_trial_clear(struct pm_rank_trial *t)
 	t->out_fd = t->err_fd = -1;
 }
 
+/* Read and write: stdout's last line is read back at a failure. */
 static int open_out(const char *dir, const char *name, int rank, const char *ext)
 {
 	char path[PATH_MAX];
@@ -104,7 +106,63 @@ static int open_out(const char *dir, const char *name, int rank, const char *ext
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	return open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+/* The last bytes of fd (at most len - 1), NUL-terminated: their length. */
+static size_t read_tail(int fd, char *buf, size_t len)
+{
+	struct stat st;
+	off_t at;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	at = st.st_size > (off_t)(len - 1) ? st.st_size - (off_t)(len - 1) : 0;
+	n = pread(fd, buf, len - 1, at);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+int pm_rank_trial_result(const struct pm_rank_trial *t, struct pm_metric *m, char *why,
+			 size_t whylen)
+{
+	char buf[PM_METRIC_FILE_TAIL + 1];
+	size_t n;
+	int fd, rc;
+
+	/* The trial's own file, in its user's directory; a FIFO or a link put
+	 * there must not block or redirect us. */
+	fd = open(t->result_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(why, whylen, "cannot read it: %s", strerror(errno));
+		return -1;
+	}
+	n = read_tail(fd, buf, sizeof(buf));
+	if (!n) {
+		struct stat st;
+		rc = fstat(fd, &st) || S_ISREG(st.st_mode) ? 0 : -1;
+		close(fd);
+		if (rc)
+			snprintf(why, whylen, "it is not a regular file");
+		return rc;
+	}
+	close(fd);
+	return pm_metric_from_text(buf, n, m, why, whylen);
+}
+
+void pm_rank_trial_stdout_failure(const struct pm_rank_trial *t, char *text, size_t len)
+{
+	char buf[PM_TAIL_BYTES + 1];
+
+	text[0] = '\0';
+	if (read_tail(t->out_fd, buf, sizeof(buf)))
+		pm_err_from_stdout(buf, text, len);
 }
 
 int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
@@ -132,6 +190,18 @@ int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const cha
 	}
 	t->out_fd = open_out(dir, t->name, rank, "out");
 	t->err_fd = open_out(dir, t->name, rank, "err");
+	/* A result is its attempt's: the one before goes (or a stale one of
+	 * an earlier sweep of the same file). */
+	if (snprintf(t->result_path, sizeof(t->result_path), "%s/%s.%d.result", dir, t->name,
+		     rank) >= (int)sizeof(t->result_path)) {
+		snprintf(err, errlen, "the result file's path of trial %s in %s is too long", t->name,
+			 dir);
+		return -1;
+	}
+	if (unlink(t->result_path) && errno != ENOENT) {
+		snprintf(err, errlen, "cannot remove %s: %s", t->result_path, strerror(errno));
+		return -1;
+	}
 	if (t->out_fd < 0 || t->err_fd < 0) {
 		snprintf(err, errlen, "cannot open the output files of trial %s in %s: %s", t->name,
 			 dir, strerror(errno));
@@ -161,6 +231,7 @@ static int trial_env(struct pm_envlist *e, const struct pm_rank_trial *t)
 	rc |= pm_envlist_setf(e, PM_ENV_MASTER_PORT, "%d", t->port);
 	rc |= pm_envlist_set(e, PM_ENV_TE_RUN_ID, t->name);
 	rc |= pm_envlist_set(e, PM_ENV_TRIAL, t->name);
+	rc |= pm_envlist_set(e, PM_ENV_RESULT_FILE, t->result_path);
 	return rc;
 }
 
