@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/contract.h"
@@ -346,7 +347,8 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 	char line[PM_WIRE_TEXT_MAX + 1], *av[64];
 	char *sh_argv[] = { "sh", "-c", NULL, NULL };
 	struct pm_envlist env;
-	int ep[2], e;
+	int ep[2], e = 0;
+	bool direct = false;
 	ssize_t n;
 	pid_t pid;
 
@@ -368,17 +370,19 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		p.trial_out_fd = who->trial->out_fd;
 		/* A plain command line runs without a shell in between (one
 		 * exec, not two: a sweep of short trials is bound by them); a
-		 * builtin or anything not found goes to sh. */
+		 * builtin or anything not found goes to sh (below). */
+		sh_argv[2] = who->trial->cmd;
 		if (pm_sweep_simple_argv(who->trial->cmd, line, sizeof(line), av, 64) > 0) {
 			p.file = av[0];
 			p.argv = av;
+			direct = true;
 		} else {
-			sh_argv[2] = who->trial->cmd;
 			p.file = "/bin/sh";
 			p.argv = sh_argv;
 			p.path_search = false;
 		}
 	}
+again:
 	/* Closed by a successful exec; an errno comes back through it if exec
 	 * fails, which tells "cannot run" from a command exiting 127. */
 	if (pipe2(ep, O_CLOEXEC)) {
@@ -402,6 +406,17 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		;
 	*noexec = n == (ssize_t)sizeof(e);
 	close(ep[0]);
+	if (*noexec && direct && e == ENOENT) {
+		/* "exit 5", "cd x": no such program, so the shell's (which
+		 * says "not found" itself for a name that is neither). */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		direct = false;
+		p.file = "/bin/sh";
+		p.argv = sh_argv;
+		p.path_search = false;
+		goto again;
+	}
 	if (*noexec) {
 		/* Where the command's own stderr would have said it. */
 		dprintf(x->err_fd >= 0 ? x->err_fd : STDERR_FILENO,

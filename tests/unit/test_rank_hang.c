@@ -585,6 +585,13 @@ static void test_trial_result(void **state)
 	rsup_slurp(path, text, sizeof(text));
 	assert_non_null(strstr(text, "procmgr: trial b: no result: PROCMGR_RESULT_FILE="));
 	assert_non_null(strstr(text, "/trials.out/b.0.result: 'loss 0.3' is not NAME=VALUE"));
+	/* A plain line whose first word is a builtin runs in sh, as the user
+	 * guide says (it was "cannot run exit", code 127). */
+	rsup_send(&s, PM_MSG_TRIAL_START, 4, 0, 0, 0, 0, "c 1 0 1 h 1\nexit 5");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 5);
+	assert_false(m.count & PM_FLAG_EXEC);
 	finish(&s);
 }
 
