@@ -28,13 +28,16 @@ import time
 from .rendezvous import open_store
 from .state import Saving, StateError, save, load, load_info, saved, save_torch, load_torch
 
-__all__ = ["heartbeat", "ready", "restart_count", "under_procmgr", "rank", "local_rank",
+__all__ = ["heartbeat", "ready", "report", "restart_count", "under_procmgr", "rank", "local_rank",
            "world_size", "wait_store", "open_store", "Saving", "save", "load", "load_info", "saved", "save_torch",
            "load_torch", "StateError"]
 
 _ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
 _ENV_RESTART_COUNT = "PROCMGR_RESTART_COUNT"
 _ENV_WARM_FD = "PROCMGR_WARM_FD"
+_ENV_RESULT_FILE = "PROCMGR_RESULT_FILE"
+_RESULT_NAME_MAX = 32
+_RESULT_VALUE_MAX = 32
 
 
 def under_procmgr():
@@ -151,6 +154,37 @@ def _read_start(sock):
             else:
                 raise RuntimeError("procmgr: unexpected line on the warm channel: %r"
                                    % text[:64])
+
+
+def report(**result):
+    """A sweep's trial reports its result: report(loss=0.25). One NAME=VALUE,
+    a number (int or float, finite), written as a line to the file
+    $PROCMGR_RESULT_FILE, which procmgr reads when the trial ends: the
+    results file's metric and value columns and `procmgr status` show it
+    (`--sort result`). Call it as often as you like (each epoch): the last
+    call counts (each call replaces the file). Rank 0's result is the trial's. Any program can do the
+    same: echo "loss=0.25" >>"$PROCMGR_RESULT_FILE". Outside a sweep it does
+    nothing. Raises ValueError for what procmgr would refuse."""
+    if len(result) != 1:
+        raise ValueError("procmgr.report: one NAME=VALUE, e.g. report(loss=0.25), not %d"
+                         % len(result))
+    (name, value), = result.items()
+    if not 1 <= len(name) <= _RESULT_NAME_MAX or not all(
+            c.isascii() and (c.isalnum() or c in "_.-") for c in name):
+        raise ValueError("procmgr.report: the name %r has 1 to %d letters, digits, '_', '.'"
+                         " and '-'" % (name, _RESULT_NAME_MAX))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("procmgr.report: the value of %s is a number, not %r" % (name, value))
+    text = repr(float(value)) if isinstance(value, float) else str(value)
+    if text in ("nan", "inf", "-inf") or len(text) > _RESULT_VALUE_MAX:
+        raise ValueError("procmgr.report: the value of %s, %s, is not a finite number of at "
+                         "most %d characters" % (name, text, _RESULT_VALUE_MAX))
+    path = os.environ.get(_ENV_RESULT_FILE)
+    if not path:
+        return
+    # Whole each time: only the last line counts, and the file stays small.
+    with open(path, "w") as f:
+        f.write("%s=%s\n" % (name, text))
 
 
 def restart_count():

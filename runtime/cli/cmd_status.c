@@ -12,12 +12,14 @@
 #include "sweep_status.h"
 
 #define USAGE \
-	"usage: procmgr status [JOBID[.STEP]] [--json]\n" \
+	"usage: procmgr status [JOBID[.STEP]] [--json] [--sort result|-result]\n" \
 	"  every rank (rank, local rank, node, pid, state, generation, age of its last\n" \
 	"  heartbeat, CPU time, memory; with --procmgr-warm its standby: none, starting,\n" \
 	"  ready, and its memory) and every node (procmgrd's phase, health) of the\n" \
-	"  step, with a summary; a sweep: a line per trial (name, state, slots, restarts,\n  runtime, exit, error) instead of the ranks. Default: the running steps of the current job\n" \
-	"  ($SLURM_JOB_ID), else of the user. --json: one object per step.\n"
+	"  step, with a summary; a sweep: a line per trial (name, state, slots, restarts,\n  runtime, exit, result, error) instead of the ranks. Default: the running steps of the current job\n" \
+	"  ($SLURM_JOB_ID), else of the user. --json: one object per step.\n" \
+	"  --sort result: a sweep's trials by the result they reported, the lowest first\n" \
+	"  (-result: the highest first), those without one last.\n"
 
 struct answers {
 	struct pm_st_node *n;
@@ -240,7 +242,7 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 	printf("]}\n");
 }
 
-static int one(const char *id, int json)
+static int one(const char *id, int json, const char *sort)
 {
 	struct answers a = { 0 };
 	struct pm_st_summary s;
@@ -259,6 +261,8 @@ static int one(const char *id, int json)
 	}
 	qsort(a.n, (size_t)a.nn, sizeof(*a.n), by_node);
 	qsort(a.r, (size_t)a.nr, sizeof(*a.r), by_rank);
+	if (sort)
+		(void)pm_trials_st_sort(&a.trials, sort); /* checked as it was read */
 	pm_st_summarize(a.n, a.nn, a.r, a.nr, &s);
 	pm_st_summary_line(&s, sum, sizeof(sum));
 	if (json)
@@ -280,15 +284,18 @@ int pm_cmd_status(int argc, char **argv)
 {
 	const char *id = NULL;
 	char steps[8192], why[512], *w, *save = NULL;
+	const char *sort = NULL;
 	int json = 0, rc;
 
-	const struct pm_cli_opt opts[] = { { "--json", NULL, &json, NULL, NULL }, { NULL } };
+	const struct pm_cli_opt opts[] = { { "--json", NULL, &json, NULL, NULL },
+					   { "--sort", NULL, NULL, &sort, pm_trials_st_sort_check },
+					   { NULL } };
 
 	rc = pm_cli_args("status", argc, argv, opts, &id, false, USAGE);
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	if (id)
-		return one(id, json);
+		return one(id, json, sort);
 	if (pm_client_steps(steps, sizeof(steps), why, sizeof(why)) < 0) {
 		fprintf(stderr, "procmgr status: %s\n", why);
 		return 1;
@@ -299,6 +306,6 @@ int pm_cmd_status(int argc, char **argv)
 		return 1;
 	}
 	for (w = strtok_r(steps, " ", &save); w; w = strtok_r(NULL, " ", &save))
-		rc |= one(w, json);
+		rc |= one(w, json, sort);
 	return rc;
 }

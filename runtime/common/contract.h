@@ -66,6 +66,9 @@
 #define PM_ENV_ROLE_NAME "ROLE_NAME"
 /* A sweep's trial: its name, set by procmgr-rank for its command. */
 #define PM_ENV_TRIAL "PROCMGR_TRIAL"
+/* Where it writes its result, NAME=VALUE lines (sweep/sweep_metric.h):
+ * FILE.out/NAME.RANK.result, removed before each attempt. */
+#define PM_ENV_RESULT_FILE "PROCMGR_RESULT_FILE"
 
 /* The rank supervisor is installed next to procmgrd. */
 #define PM_RANK_PROGRAM "procmgr-rank"

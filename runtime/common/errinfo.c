@@ -488,3 +488,54 @@ const char *pm_err_detail(const char *text)
 
 	return nl ? nl + 1 : "";
 }
+
+void pm_err_exit_line(int code, const char *error, char *out, size_t len)
+{
+	char same[2][48], sum[PM_ERR_SUMMARY_MAX + 4];
+	int n;
+
+	if (!len)
+		return;
+	n = snprintf(out, len, "exited with code %d", code);
+	if (!error || n < 0 || (size_t)n >= len)
+		return;
+	pm_err_summary(error, sum, sizeof(sum));
+	snprintf(same[0], sizeof(same[0]), "exit code %d", code);
+	snprintf(same[1], sizeof(same[1]), "exited with code %d", code);
+	if (blank(sum, strlen(sum)) || !strcmp(sum, same[0]) || !strcmp(sum, same[1]))
+		return;
+	snprintf(out + n, len - (size_t)n, " (%s)", sum);
+}
+
+void pm_err_from_stdout(const char *tail, char *out, size_t len)
+{
+	const char *e = tail + strlen(tail), *s;
+	char sum[PM_ERR_SUMMARY_MAX + 4];
+
+	if (!len)
+		return;
+	out[0] = '\0';
+	while (e > tail) {
+		s = e;
+		while (s > tail && s[-1] != '\n')
+			s--;
+		if (!blank(s, (size_t)(e - s))) {
+			/* One byte past the summary's bound: pm_err_summary then
+			 * cuts it with "...". */
+			char line[PM_ERR_SUMMARY_MAX + 2];
+			size_t n = (size_t)(e - s), i = 0;
+
+			while (i < n && (s[i] == ' ' || s[i] == '\t'))
+				i++;
+			n -= i;
+			if (n > sizeof(line) - 1)
+				n = sizeof(line) - 1;
+			memcpy(line, s + i, n);
+			line[n] = '\0';
+			pm_err_summary(line, sum, sizeof(sum));
+			snprintf(out, len, "no error output; stdout's last line: \"%s\"", sum);
+			return;
+		}
+		e = s > tail ? s - 1 : tail;
+	}
+}

@@ -49,4 +49,13 @@ void pm_err_summary(const char *text, char *out, size_t len);
 /* A report's details (after the summary line), or "" if none. */
 const char *pm_err_detail(const char *text);
 
+/* A command's end in words: "exited with code N", then " (ERROR)" with
+ * error's first line when it says more than the code does (NULL, blank,
+ * "exit code N" and "exited with code N" do not). */
+void pm_err_exit_line(int code, const char *error, char *out, size_t len);
+/* A report's text when stderr said nothing: stdout's last line that is not
+ * blank (tail: its last lines), quoted: 'no error output; stdout's last
+ * line: "..."'. "" if stdout has none either. */
+void pm_err_from_stdout(const char *tail, char *out, size_t len);
+
 #endif

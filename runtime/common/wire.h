@@ -65,7 +65,9 @@ enum pm_msg_type {
 			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT, '\n', CMD */
 	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
 	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
-			     * slot, status: wait status, count: flags, text: error */
+			     * slot, status: wait status, count: flags, text: the
+			     * result (PM_FLAG_RESULT) and the error, encoded by
+			     * sweep/sweep_metric.h */
 	/* Warm generations: rank -> procmgrd, gen, status: the standby's pid
 	 * (its process group; 0: none), count: 0 none, 1 starting, 2 ready;
 	 * procmgrd -> a spare's rank (no field): keep a standby */
@@ -87,6 +89,9 @@ enum {
 	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
 	PM_FLAG_BEAT = 1u << 6,   /* RANK_RUN: the command's first heartbeat */
 	PM_FLAG_STOPPED = 1u << 7, /* TRIAL_EXIT: stopped by TRIAL_STOP, no failure */
+	/* RANK_EXIT and TRIAL_EXIT of a trial: the text's first line is the
+	 * trial's result (sweep/sweep_metric.h, its codec) */
+	PM_FLAG_RESULT = 1u << 8,
 };
 
 /* START to a rank (spares): rank is the global rank it runs as, node its

@@ -80,7 +80,8 @@ bad:
 int pm_outdir_file(int dfd, const char *name, char *err, size_t errlen)
 {
 	struct stat st;
-	int fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+	/* Read too: a sweep's trial failure quotes stdout's last line. */
+	int fd = openat(dfd, name, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
 				O_CLOEXEC | O_NOCTTY, 0644);
 
 	if (fd < 0) {
@@ -93,7 +94,7 @@ int pm_outdir_file(int dfd, const char *name, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND)) {
+	if (fcntl(fd, F_SETFL, O_APPEND)) {
 		snprintf(err, errlen, "%s: fcntl: %s", name, strerror(errno));
 		close(fd);
 		return -1;

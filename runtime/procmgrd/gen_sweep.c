@@ -23,6 +23,15 @@ void pm_gen_sweep_end(struct pm_gen *g, int code, const char *text)
 	m.status = code;
 	m.rank = -1;
 	m.node = g->cf.node;
+	/* srun says "task N: Exited with exit code 1" for every task that
+	 * does, one line per node: only task 0, whose supervisor printed the
+	 * summary, ends with the sweep's code (the others, blamed for nothing,
+	 * end 0), so srun still exits non-zero with one line. A root that took
+	 * over (task 0 went with node 0): every task, as before. */
+	if (code && g->cf.node == 0) {
+		m.rank = 0;
+		m.count = PM_FLAG_BLAME;
+	}
 	if (text)
 		pm_msg_set_text(&m, text);
 	pm_gen_end(g, &m);

@@ -20,10 +20,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/errinfo.h"
 #include "common/text.h"
 #include "io/safefile.h"
 #include "io/sys.h"
 #include "sweep/sweep_file.h"
+#include "sweep/sweep_metric.h"
 #include "sweep/sweep_queue.h"
 #include "sweep/sweep_results.h"
 
@@ -197,6 +199,8 @@ static void start_trial(struct pm_step *s, int i)
 	struct pm_msg m;
 
 	r->attempt[i] = r->next_attempt++;
+	/* A result is its attempt's: the last one's goes. */
+	(void)pm_sq_set_result(&r->q, i, NULL);
 	r->live[i] = t->ranks;
 	r->failing[i] = false;
 	for (k = 0; k < t->ranks; k++) {
@@ -327,7 +331,7 @@ static void trial_ended(struct pm_step *s, int i)
 	unsigned delay = 0;
 	int st;
 	bool asked;
-	char esc[600];
+	char esc[600], how[400];
 
 	asked = r->restart_req[i] && !r->failing[i];
 	if (asked) /* procmgr restart --trial: said when asked */
@@ -347,10 +351,9 @@ static void trial_ended(struct pm_step *s, int i)
 		/* A decision, said as a step's are: on srun's stderr. */
 		struct pm_msg m;
 		pm_msg_init(&m, PM_MSG_PRINT);
-		snprintf(m.text, sizeof(m.text), "procmgr: trial %s exited with code %d (%.300s); %s",
-			 r->file.trials[i].name, r->fail_code[i],
-			 r->fail_err[i] ? r->fail_err[i] : "", st == PM_TS_FAILED ? "no restart left: failed" :
-			 "restarting it alone");
+		pm_err_exit_line(r->fail_code[i], r->fail_err[i], how, sizeof(how));
+		snprintf(m.text, sizeof(m.text), "procmgr: trial %s %s; %s", r->file.trials[i].name,
+			 how, st == PM_TS_FAILED ? "no restart left: failed" : "restarting it alone");
 		m.text_len = (uint16_t)strlen(m.text);
 		pm_step_ops.send_rank(s, 0, &m);
 	}
@@ -396,7 +399,9 @@ int pm_sweep_held_exit(struct pm_step *s, int slot, uint32_t attempt)
 void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 {
 	struct pm_sweep_run *r = s->sweep;
-	int slot, i;
+	struct pm_metric res;
+	const char *error;
+	int slot, i, has;
 	bool failed;
 
 	if (!r || r->ended || m->node < 0 || m->node >= s->nnodes || m->rank < 0 ||
@@ -417,6 +422,16 @@ void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 		return; /* an earlier attempt's late news */
 	r->slot_live[slot] = 0;
 	r->live[i]--;
+	/* Rank 0's result is the trial's (sweep_metric.h); one the codec
+	 * refuses is none. */
+	has = pm_metric_decode(m, &res, &error);
+	if (has > 0 && r->q.t[i].slot_of_rank[0] == slot) {
+		char text[PM_METRIC_TEXT_MAX];
+		pm_metric_format(&res, text, sizeof(text));
+		if (pm_sq_set_result(&r->q, i, text))
+			pm_log(s, "sweep: trial %s: out of memory for its result",
+			       r->file.trials[i].name);
+	}
 	failed = !(m->count & PM_FLAG_STOPPED) && (m->status != 0 || (m->count & PM_FLAG_HUNG));
 	if (failed && !r->failing[i]) {
 		r->failing[i] = true;
@@ -427,13 +442,9 @@ void pm_sweep_trial_exit(struct pm_step *s, const struct pm_msg *m)
 				 s->names[m->node]);
 			r->fail_err[i] = strdup(t);
 		} else {
-			r->fail_err[i] = first_line(m->text_len ? m->text : "");
-			if (r->fail_err[i] && !r->fail_err[i][0]) {
-				char t[64];
-				free(r->fail_err[i]);
-				snprintf(t, sizeof(t), "exit code %d", r->fail_code[i]);
-				r->fail_err[i] = strdup(t);
-			}
+			/* None said: NULL (the queue says "exit code N"). */
+			if (*error)
+				r->fail_err[i] = first_line(error);
 		}
 		/* Its other ranks stop; the others' trials are not touched. */
 		pm_sweep_stop_ranks(s, i, -1);
@@ -593,7 +604,7 @@ void pm_sweep_status(struct pm_step *s, struct pm_q *q)
 
 	if (!r || s->node != 0)
 		return;
-	cap = (size_t)r->file.n * (sizeof(slots) / 4 + 400) + 1;
+	cap = (size_t)r->file.n * (sizeof(slots) / 4 + 400 + PM_METRIC_TEXT_MAX) + 1;
 	text = malloc(cap);
 	if (!text)
 		return;
@@ -608,9 +619,10 @@ void pm_sweep_status(struct pm_step *s, struct pm_q *q)
 		for (e = 0; err[e]; e++)
 			if (err[e] == '\n' || err[e] == '\t')
 				err[e] = ' ';
-		off += (size_t)snprintf(text + off, cap - off, "trial %s %s %s %d %llu %s %s\n",
+		off += (size_t)snprintf(text + off, cap - off, "trial %s %s %s %d %llu %s %s %s\n",
 					tr.name, pm_ts_name(tr.state), slots, tr.restarts,
-					(unsigned long long)tr.runtime_ms, ex, err);
+					(unsigned long long)tr.runtime_ms, ex,
+					tr.result ? tr.result : "-", err);
 		if (off >= cap)
 			break;
 	}

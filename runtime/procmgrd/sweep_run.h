@@ -53,9 +53,10 @@ void pm_sweep_node_hello(struct pm_step *s, int lrank);
  * to the local supervisor, or on towards node. */
 void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m);
 /* The root's answer to procmgr status, after its node's lines: a line
- * per trial, "trial NAME STATE SLOTS RESTARTS RUNTIME_MS EXIT ERROR"
+ * per trial, "trial NAME STATE SLOTS RESTARTS RUNTIME_MS EXIT RESULT ERROR"
  * (SLOTS "node:slot,slot/node:slot" or "-", EXIT "-" before any end,
- * ERROR the rest of the line, "-" if none). */
+ * RESULT NAME=VALUE (sweep/sweep_metric.h) or "-", ERROR the rest of the
+ * line, "-" if none). */
 struct pm_q;
 void pm_sweep_status(struct pm_step *s, struct pm_q *q);
 

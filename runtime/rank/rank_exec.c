@@ -1,5 +1,6 @@
 #include "rank_exec.h"
 #include "sweep/sweep_file.h"
+#include "sweep/sweep_metric.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/contract.h"
@@ -113,6 +115,62 @@ static int open_out(int dfd, const char *name, int rank, const char *ext, char *
 	return pm_outdir_file(dfd, file, err, errlen);
 }
 
+/* The last bytes of fd (at most len - 1), NUL-terminated: their length. */
+static size_t read_tail(int fd, char *buf, size_t len)
+{
+	struct stat st;
+	off_t at;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	at = st.st_size > (off_t)(len - 1) ? st.st_size - (off_t)(len - 1) : 0;
+	n = pread(fd, buf, len - 1, at);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+int pm_rank_trial_result(const struct pm_rank_trial *t, struct pm_metric *m, char *why,
+			 size_t whylen)
+{
+	char buf[PM_METRIC_FILE_TAIL + 1];
+	size_t n;
+	int fd, rc;
+
+	/* The trial's own file, in its user's directory; a FIFO or a link put
+	 * there must not block or redirect us. */
+	fd = open(t->result_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(why, whylen, "cannot read it: %s", strerror(errno));
+		return -1;
+	}
+	n = read_tail(fd, buf, sizeof(buf));
+	if (!n) {
+		struct stat st;
+		rc = fstat(fd, &st) || S_ISREG(st.st_mode) ? 0 : -1;
+		close(fd);
+		if (rc)
+			snprintf(why, whylen, "it is not a regular file");
+		return rc;
+	}
+	close(fd);
+	return pm_metric_from_text(buf, n, m, why, whylen);
+}
+
+void pm_rank_trial_stdout_failure(const struct pm_rank_trial *t, char *text, size_t len)
+{
+	char buf[PM_TAIL_BYTES + 1];
+
+	text[0] = '\0';
+	if (read_tail(t->out_fd, buf, sizeof(buf)))
+		pm_err_from_stdout(buf, text, len);
+}
+
 int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
 		      const char *dir, char *err, size_t errlen)
 {
@@ -141,6 +199,18 @@ int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const cha
 	close(dfd);
 	if (t->out_fd < 0 || t->err_fd < 0)
 		return -1;
+	/* A result is its attempt's: the one before goes (or a stale one of
+	 * an earlier sweep of the same file). */
+	if (snprintf(t->result_path, sizeof(t->result_path), "%s/%s.%d.result", dir, t->name,
+		     rank) >= (int)sizeof(t->result_path)) {
+		snprintf(err, errlen, "the result file's path of trial %s in %s is too long", t->name,
+			 dir);
+		return -1;
+	}
+	if (unlink(t->result_path) && errno != ENOENT) {
+		snprintf(err, errlen, "cannot remove %s: %s", t->result_path, strerror(errno));
+		return -1;
+	}
 	t->on = true;
 	return 0;
 }
@@ -165,6 +235,7 @@ static int trial_env(struct pm_envlist *e, const struct pm_rank_trial *t)
 	rc |= pm_envlist_setf(e, PM_ENV_MASTER_PORT, "%d", t->port);
 	rc |= pm_envlist_set(e, PM_ENV_TE_RUN_ID, t->name);
 	rc |= pm_envlist_set(e, PM_ENV_TRIAL, t->name);
+	rc |= pm_envlist_set(e, PM_ENV_RESULT_FILE, t->result_path);
 	return rc;
 }
 
@@ -279,7 +350,8 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 	char line[PM_WIRE_TEXT_MAX + 1], *av[64];
 	char *sh_argv[] = { "sh", "-c", NULL, NULL };
 	struct pm_envlist env;
-	int ep[2], e;
+	int ep[2], e = 0;
+	bool direct = false;
 	ssize_t n;
 	pid_t pid;
 
@@ -301,17 +373,19 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		p.trial_out_fd = who->trial->out_fd;
 		/* A plain command line runs without a shell in between (one
 		 * exec, not two: a sweep of short trials is bound by them); a
-		 * builtin or anything not found goes to sh. */
+		 * builtin or anything not found goes to sh (below). */
+		sh_argv[2] = who->trial->cmd;
 		if (pm_sweep_simple_argv(who->trial->cmd, line, sizeof(line), av, 64) > 0) {
 			p.file = av[0];
 			p.argv = av;
+			direct = true;
 		} else {
-			sh_argv[2] = who->trial->cmd;
 			p.file = "/bin/sh";
 			p.argv = sh_argv;
 			p.path_search = false;
 		}
 	}
+again:
 	/* Closed by a successful exec; an errno comes back through it if exec
 	 * fails, which tells "cannot run" from a command exiting 127. */
 	if (pipe2(ep, O_CLOEXEC)) {
@@ -335,6 +409,17 @@ static pid_t fork_exec(struct pm_rank_exec *x, const struct pm_rank_who *who, in
 		;
 	*noexec = n == (ssize_t)sizeof(e);
 	close(ep[0]);
+	if (*noexec && direct && e == ENOENT) {
+		/* "exit 5", "cd x": no such program, so the shell's (which
+		 * says "not found" itself for a name that is neither). */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		direct = false;
+		p.file = "/bin/sh";
+		p.argv = sh_argv;
+		p.path_search = false;
+		goto again;
+	}
 	if (*noexec) {
 		/* Where the command's own stderr would have said it. */
 		dprintf(x->err_fd >= 0 ? x->err_fd : STDERR_FILENO,

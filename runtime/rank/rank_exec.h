@@ -35,6 +35,7 @@ struct pm_rank_trial {
 	char master[256];
 	char *cmd;
 	int out_fd, err_fd; /* DIR/NAME.RANK.out and .err, -1 none */
+	char result_path[PATH_MAX]; /* DIR/NAME.RANK.result: PROCMGR_RESULT_FILE */
 };
 
 struct pm_rank_who {
@@ -64,6 +65,15 @@ void pm_rank_exec_prepare(struct pm_rank_exec *x, const struct pm_rank_who *who,
 int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const char *text,
 		      const char *dir, char *err, size_t errlen);
 void pm_rank_trial_clear(struct pm_rank_trial *t);
+/* At the end of t's attempt: its result (sweep/sweep_metric.h), read from
+ * its PROCMGR_RESULT_FILE: 1 with *m, 0 none; -1 with why (a file that is
+ * no regular file, a last line that is no result). */
+struct pm_metric;
+int pm_rank_trial_result(const struct pm_rank_trial *t, struct pm_metric *m, char *why,
+			 size_t whylen);
+/* Why t's attempt failed when its stderr said nothing: stdout's last
+ * line, quoted (errinfo.h), or "". */
+void pm_rank_trial_stdout_failure(const struct pm_rank_trial *t, char *text, size_t len);
 
 /* Forks and execs; the pid, or -1 (said on stderr). noexec: exec failed. */
 pid_t pm_rank_exec_spawn(struct pm_rank_exec *x, const struct pm_rank_who *who, bool *noexec);

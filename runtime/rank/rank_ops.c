@@ -22,6 +22,7 @@
 #include "common/text.h"
 #include "io/sys.h"
 #include "rank_sup.h"
+#include "sweep/sweep_metric.h"
 
 /* ---- warm channels ---- */
 
@@ -343,6 +344,21 @@ static int op_release(void *ctx, const struct pm_rank_m *m, bool standby)
 	return 0;
 }
 
+/* The end of a trial's attempt on its rank 0 carries the trial's result
+ * (sweep/sweep_metric.h); a file that holds none is said in the trial's
+ * stderr file, where its author looks. */
+static void trial_result(struct rank *r, struct pm_msg *m, const char *text)
+{
+	struct pm_metric res;
+	char why[256];
+	int k = pm_rank_trial_result(&r->trial, &res, why, sizeof(why));
+
+	if (k < 0 && r->trial.err_fd >= 0)
+		dprintf(r->trial.err_fd, "procmgr: trial %s: no result: %s=%s: %s\n",
+			r->trial.name, PM_ENV_RESULT_FILE, r->trial.result_path, why);
+	pm_metric_encode(m, k > 0 ? &res : NULL, text);
+}
+
 void pm_rank_send(void *ctx, enum pm_msg_type t, uint32_t gen, int status, unsigned flags,
 		    const char *text)
 {
@@ -353,7 +369,10 @@ void pm_rank_send(void *ctx, enum pm_msg_type t, uint32_t gen, int status, unsig
 	m.gen = gen;
 	m.status = status;
 	m.count = flags;
-	if (text)
+	if (t == PM_MSG_RANK_EXIT && r->trial.on && r->trial.rank == 0 &&
+	    !(flags & PM_FLAG_CANCEL))
+		trial_result(r, &m, text);
+	else if (text)
 		pm_msg_set_text(&m, text);
 	if (r->c)
 		pm_conn_send(r->c, &m);
@@ -410,6 +429,10 @@ static void op_failure(void *ctx, char *text, size_t len)
 	struct rank *r = ctx;
 
 	pm_rank_exec_failure(r->x.error_file, &r->pump.tail, text, len);
+	/* A trial's stdout is in its file: its last line when stderr said
+	 * nothing. */
+	if (!text[0] && r->trial.on)
+		pm_rank_trial_stdout_failure(&r->trial, text, len);
 }
 
 static void op_say(void *ctx, const char *line)

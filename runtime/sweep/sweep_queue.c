@@ -162,6 +162,15 @@ static void set_error(struct pm_sq_trial *t, const char *e)
 	}
 }
 
+int pm_sq_set_result(struct pm_sq *q, int i, const char *result)
+{
+	if (i < 0 || i >= q->n)
+		return -1;
+	free(q->t[i].result);
+	q->t[i].result = result && *result ? strdup(result) : NULL;
+	return result && *result && !q->t[i].result ? -1 : 0;
+}
+
 /* Applies the table, and what entering or leaving a state means. */
 static int transition(struct pm_sq *q, int i, enum pm_tev e, uint64_t now_ms)
 {
@@ -205,8 +214,10 @@ void pm_sq_free(struct pm_sq *q)
 {
 	int i;
 
-	for (i = 0; q->t && i < q->n; i++)
+	for (i = 0; q->t && i < q->n; i++) {
 		free(q->t[i].error);
+		free(q->t[i].result);
+	}
 	free(q->t);
 	free(q->slot_store);
 	free(q->owner);

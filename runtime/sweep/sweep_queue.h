@@ -75,6 +75,8 @@ struct pm_sq_trial {
 	int exit_code;     /* of its last end, -1 before any */
 	uint64_t first_start_ms, end_ms, due_ms;
 	char *error;       /* why it failed (allocated), or NULL */
+	char *result;      /* what its last attempt reported, NAME=VALUE
+			    * (sweep_metric.h; allocated), or NULL */
 	int next, prev;    /* wait list (queued/requeued) or restart list */
 };
 
@@ -140,6 +142,10 @@ int pm_sq_stop(struct pm_sq *q, int i, uint64_t now_ms, const unsigned char *bus
  * policy's budget (the user asked). The new state, or -1 unless it was
  * STARTING or RUNNING. */
 int pm_sq_restart(struct pm_sq *q, int i, uint64_t now_ms);
+/* Trial i's result (NAME=VALUE, sweep_metric.h), or NULL for none: what
+ * its latest attempt reported; kept when it ends. 0, or -1 (no such trial,
+ * out of memory: it then has none). */
+int pm_sq_set_result(struct pm_sq *q, int i, const char *result);
 /* A held slot's rank ended: the slot (and the port it kept) is free again.
  * 0, or -1 if the slot was not held. */
 int pm_sq_unhold(struct pm_sq *q, int slot);

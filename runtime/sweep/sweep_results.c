@@ -1,4 +1,5 @@
 #include "sweep_results.h"
+#include "sweep_metric.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@ void pm_sr_from_queue(const struct pm_sq *q, int i, const char *name, uint64_t n
 	out->requeues = t->requeues;
 	out->runtime_ms = t->first_start_ms && to > t->first_start_ms ? to - t->first_start_ms : 0;
 	out->error = t->error;
+	out->result = t->result;
 }
 
 /* An appender that remembers whether anything was cut. */
@@ -64,7 +66,7 @@ static void put_seconds(struct out *o, uint64_t ms)
 
 const char *pm_sr_tsv_header(void)
 {
-	return "trial\tstate\texit\trestarts\truntime_s\terror\n";
+	return "trial\tstate\texit\trestarts\truntime_s\terror\tmetric\tvalue\n";
 }
 
 static int finish(struct out *o, char *buf, size_t len)
@@ -77,6 +79,16 @@ static int finish(struct out *o, char *buf, size_t len)
 	return (int)o->off;
 }
 
+/* The result's parts, or false when it has none (or the queue holds
+ * something that is no result). */
+static bool result_of(const struct pm_sr_trial *t, struct pm_metric *m)
+{
+	char why[160];
+
+	return t->result && *t->result &&
+	       !pm_metric_parse(t->result, strlen(t->result), m, why, sizeof(why));
+}
+
 /* An error as one line: its own line ends and tabs become blanks. */
 static void put_oneline(struct out *o, const char *e)
 {
@@ -87,6 +99,7 @@ static void put_oneline(struct out *o, const char *e)
 int pm_sr_tsv_line(const struct pm_sr_trial *t, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, len == 0 };
+	struct pm_metric m;
 
 	put(&o, "%s\t%s\t", t->name, pm_ts_name(t->state));
 	if (t->exit_code >= 0)
@@ -100,6 +113,10 @@ int pm_sr_tsv_line(const struct pm_sr_trial *t, char *buf, size_t len)
 		putc_(&o, '-');
 	else
 		put_oneline(&o, t->error);
+	if (result_of(t, &m))
+		put(&o, "\t%s\t%s", m.name, m.value);
+	else
+		put(&o, "\t-\t-");
 	putc_(&o, '\n');
 	return finish(&o, buf, len);
 }
@@ -129,6 +146,7 @@ static void put_json_string(struct out *o, const char *s)
 int pm_sr_json_line(const struct pm_sr_trial *t, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, len == 0 };
+	struct pm_metric m;
 
 	put(&o, "{\"trial\":");
 	put_json_string(&o, t->name);
@@ -144,6 +162,14 @@ int pm_sr_json_line(const struct pm_sr_trial *t, char *buf, size_t len)
 		put_json_string(&o, t->error);
 	else
 		put(&o, "null");
+	/* The value as JSON reads it (".5" as written is no JSON number). */
+	if (result_of(t, &m)) {
+		put(&o, ",\"metric\":");
+		put_json_string(&o, m.name);
+		put(&o, ",\"value\":%.15g", m.v);
+	} else {
+		put(&o, ",\"metric\":null,\"value\":null");
+	}
 	put(&o, "}\n");
 	return finish(&o, buf, len);
 }

@@ -1,13 +1,18 @@
 /* What a sweep tells the user at the end, as text. Pure.
  *
  * The results file has one line per trial, in the trials file's order:
- *   TSV:  a header line, then  NAME STATE EXIT RESTARTS RUNTIME_S ERROR
+ *   TSV:  a header line, then
+ *         NAME STATE EXIT RESTARTS RUNTIME_S ERROR METRIC VALUE
  *         tab-separated; EXIT is "-" for a trial that never ended, RUNTIME_S
  *         seconds with 3 decimals from its first start to its end (or to
  *         now while it runs), ERROR "-" when there is none. Tabs and line
  *         ends inside an error become blanks, so a line is always a row.
+ *         METRIC VALUE: the result its last attempt reported
+ *         (sweep_metric.h), as written, "-" "-" when none: last, so that
+ *         the columns before keep their numbers (sort -t$'\t' -k8,8g).
  *   JSON lines: {"trial":NAME,"state":STATE,"exit":N|null,"restarts":N,
- *         "requeues":N,"runtime_s":X,"error":TEXT|null}, escaped as JSON.
+ *         "requeues":N,"runtime_s":X,"error":TEXT|null,"metric":NAME|null,
+ *         "value":X|null}, escaped as JSON.
  * The summary for srun's stderr: one count line, then one line per failed
  * trial (at most PM_SR_LIST_MAX, then how many more) with its error line. */
 #ifndef PM_SWEEP_RESULTS_H
@@ -27,6 +32,7 @@ struct pm_sr_trial {
 	int restarts, requeues;
 	uint64_t runtime_ms;
 	const char *error;   /* NULL: none */
+	const char *result;  /* NAME=VALUE (sweep_metric.h), NULL: none */
 };
 
 /* Trial i of q named name, its runtime up to now_ms if it still runs. */

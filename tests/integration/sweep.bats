@@ -206,7 +206,7 @@ teardown() {
 	[[ "$output" == *"sweep: 21 trials: 0 done, 15 running, 5 queued, 1 failed"* ]] ||
 		[[ "$output" == *"sweep: 21 trials: 0 done, 16 running, 4 queued, 1 failed"* ]]
 	[[ "$output" == *"TRIAL"*"STATE"*"SLOTS"*"RESTARTS"*"RUNTIME"*"EXIT"*"ERROR"* ]]
-	grep -E '^broken +failed +- +0 +[0-9.]+s +4 +cannot open data.csv$' <<<"$output"
+	grep -E '^broken +failed +- +0 +[0-9.]+s +4 +- +cannot open data.csv$' <<<"$output"
 	grep -E "^w1 +running +${P}[1-4]:[0-3] " <<<"$output"
 	run "$PROCMGR" status "$job.0" --json
 	[ "$status" -eq 0 ]
@@ -423,4 +423,68 @@ sys.exit(1 if data else 0)' trials.txt.journal
 	! grep -q "old run" trials.txt.journal
 	[ "$(grep -c . trials.txt.journal)" -eq 3 ]
 	[ "$(rows trials.txt.results done)" -eq 3 ]
+}
+
+@test "a sweep's summary: results reported and sortable, failures worded once, stdout quoted, one srun line" {
+	top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	{
+		# Python through procmgr.report, a shell by hand; rank 0's counts.
+		echo "[py] env PYTHONPATH=$top/python python3 -c 'import procmgr; procmgr.report(loss=0.125)'"
+		echo '[sh ranks=2] echo "loss=9" >"$PROCMGR_RESULT_FILE"; echo "loss=0.5$RANK" >>"$PROCMGR_RESULT_FILE"'
+		echo '[quiet] echo "epoch 3"; echo "accuracy 0.1 below 0.5"; exit 4'
+		echo '[silent] sh -c "exit 5"'
+		echo '[junk] echo "loss 0.3" >"$PROCMGR_RESULT_FILE"'
+		echo '[none] true'
+	} >trials.txt
+	run sweep trials.txt
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cat trials.txt.results
+	head -n 1 trials.txt.results | grep -qx $'trial\tstate\texit\trestarts\truntime_s\terror\tmetric\tvalue'
+	[ "$(awk -F'\t' '$1 == "py" { print $2, $7, $8 }' trials.txt.results)" = "done loss 0.125" ]
+	[ "$(awk -F'\t' '$1 == "sh" { print $2, $7, $8 }' trials.txt.results)" = "done loss 0.50" ]
+	[ "$(awk -F'\t' '$1 == "none" { print $7, $8 }' trials.txt.results)" = "- -" ]
+	[ "$(awk -F'\t' '$1 == "junk" { print $2, $7, $8 }' trials.txt.results)" = "done - -" ]
+	grep -q "procmgr: trial junk: no result: PROCMGR_RESULT_FILE=.*: 'loss 0.3' is not NAME=VALUE" trials.txt.out/junk.0.err
+	# The best trial without a grep: sort on the value column.
+	[ "$(awk -F'\t' 'NR > 1 && $8 != "-"' trials.txt.results | sort -t$'\t' -k8,8g | head -n 1 | cut -f1)" = py ]
+	# Failures: the code once; stdout's last line quoted when stderr is empty.
+	[[ "$output" == *'procmgr: trial quiet exited with code 4 (no error output; stdout'"'"'s last line: "accuracy 0.1 below 0.5"); no restart left: failed'* ]]
+	[[ "$output" == *"procmgr: trial silent exited with code 5; no restart left: failed"* ]]
+	[[ "$output" != *"(exit code"* ]]
+	[ "$(awk -F'\t' '$1 == "quiet" { print $6 }' trials.txt.results)" = 'no error output; stdout'"'"'s last line: "accuracy 0.1 below 0.5"' ]
+	# srun's own word on the sweep's exit code: one line, for task 0.
+	[ "$(grep -c '^srun: error:' <<<"$output")" -eq 1 ]
+	grep -q "^srun: error: ${P}1: task 0: Exited with exit code 1" <<<"$output"
+}
+
+@test "procmgr status --sort result: a sweep's trials by the result they reported" {
+	for i in 3 1 2; do echo "[t$i] echo \"loss=$i\" >\"\$PROCMGR_RESULT_FILE\""; done >trials.txt
+	echo "[hold] while [ ! -e $W/go ]; do sleep 0.1; done" >>trials.txt
+	sweep trials.txt >out 2>&1 &
+	local pid=$!
+	wait_until 60 bash -c "[ \$(awk -F'\t' '\$2 == \"done\"' $W/trials.txt.journal 2>/dev/null | wc -l) -ge 3 ]"
+	job=$(squeue -h -o %i | head -n 1)
+	run "$PROCMGR" status "$job.0" --sort result
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"RESULT"* ]]
+	[ "$(grep -E '^(t[123]|hold) ' <<<"$output" | awk '{ print $1 }' | tr '\n' ' ')" = "t1 t2 t3 hold " ]
+	grep -E '^t1 +done .* loss=1 *$' <<<"$output"
+	run "$PROCMGR" status "$job.0" --sort -result
+	[ "$(grep -E '^(t[123]|hold) ' <<<"$output" | awk '{ print $1 }' | tr '\n' ' ')" = "t3 t2 t1 hold " ]
+	run "$PROCMGR" status "$job.0" --json
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+t = {x["trial"]: x for x in d["trials"]}
+assert t["t2"]["metric"] == "loss" and t["t2"]["value"] == 2, t["t2"]
+assert t["hold"]["metric"] is None and t["hold"]["value"] is None, t["hold"]' "$output"
+	run "$PROCMGR" status "$job.0" --sort loss
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown sort key 'loss': result (the lowest value first) or -result (the highest first)"* ]]
+	touch go
+	local rc=0
+	wait "$pid" || rc=$?
+	cat out
+	[ "$rc" -eq 0 ]
 }

@@ -108,6 +108,39 @@ class Heartbeat(unittest.TestCase):
         self.assertEqual(os.listdir(self.dir.name), [])
 
 
+class Report(unittest.TestCase):
+    """procmgr.report: the line a sweep's supervisor reads (sweep_metric.h)."""
+
+    def test_outside_a_sweep_is_a_no_op(self):
+        with mock.patch.dict(os.environ, {}, clear=True):
+            procmgr.report(loss=0.5)
+
+    def test_last_call_is_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.0.result")
+            with mock.patch.dict(os.environ, {"PROCMGR_RESULT_FILE": path}):
+                procmgr.report(loss=0.5)
+                procmgr.report(loss=0.125)
+                with open(path) as f:
+                    self.assertEqual(f.read(), "loss=0.125\n")
+                for value, text in ((3, "3"), (1e-05, "1e-05"), (-2.5, "-2.5"),
+                                    (1e300, "1e+300")):
+                    procmgr.report(**{"acc.top-1": value})
+                    with open(path) as f:
+                        self.assertEqual(f.read(), "acc.top-1=%s\n" % text)
+
+    def test_refused_before_writing(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.0.result")
+            with mock.patch.dict(os.environ, {"PROCMGR_RESULT_FILE": path}):
+                for bad in ({}, {"a": 1, "b": 2}, {"loss": float("nan")},
+                            {"loss": float("inf")}, {"loss": "0.5"}, {"loss": True},
+                            {"x" * 33: 1}, {"l\u00f6ss": 1}):
+                    with self.assertRaises(ValueError, msg=repr(bad)):
+                        procmgr.report(**bad)
+                self.assertFalse(os.path.exists(path))
+
+
 class Environment(unittest.TestCase):
     def test_restart_count(self):
         with mock.patch.dict(os.environ, {}, clear=True):

@@ -180,6 +180,59 @@ static void test_report_text(void **state)
 	assert_string_equal(sum, "a b [0m");
 }
 
+/* Issue 32 (12): "exited with code 4 (exit code 4)". The code once, its
+ * error in parentheses only when it says more than the code. */
+static void test_exit_line(void **state)
+{
+	char out[300], big[600];
+
+	(void)state;
+	pm_err_exit_line(4, NULL, out, sizeof(out));
+	assert_string_equal(out, "exited with code 4");
+	pm_err_exit_line(4, "", out, sizeof(out));
+	assert_string_equal(out, "exited with code 4");
+	pm_err_exit_line(4, " \t", out, sizeof(out));
+	assert_string_equal(out, "exited with code 4");
+	pm_err_exit_line(4, "exit code 4", out, sizeof(out));
+	assert_string_equal(out, "exited with code 4");
+	pm_err_exit_line(4, "exited with code 4\n", out, sizeof(out));
+	assert_string_equal(out, "exited with code 4");
+	/* Another code is news; so is any other text (its first line). */
+	pm_err_exit_line(4, "exit code 3", out, sizeof(out));
+	assert_string_equal(out, "exited with code 4 (exit code 3)");
+	pm_err_exit_line(7, "ValueError: bad lr\nTraceback", out, sizeof(out));
+	assert_string_equal(out, "exited with code 7 (ValueError: bad lr)");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	pm_err_exit_line(1, big, out, sizeof(out));
+	assert_int_equal(strlen(out), strlen("exited with code 1 (") + PM_ERR_SUMMARY_MAX + 3 + 1);
+	pm_err_exit_line(1, "boom", out, 10);
+	assert_string_equal(out, "exited wi");
+}
+
+/* Issue 32 (12): a failure with nothing on stderr quotes stdout's last
+ * line that is not blank; nothing when stdout has none either. */
+static void test_from_stdout(void **state)
+{
+	char out[400], big[600];
+
+	(void)state;
+	pm_err_from_stdout("epoch 1\naccuracy 0.1 below 0.5\n\n  \n", out, sizeof(out));
+	assert_string_equal(out, "no error output; stdout's last line: \"accuracy 0.1 below 0.5\"");
+	pm_err_from_stdout("  indented\ttab", out, sizeof(out));
+	assert_string_equal(out, "no error output; stdout's last line: \"indented tab\"");
+	pm_err_from_stdout("", out, sizeof(out));
+	assert_string_equal(out, "");
+	pm_err_from_stdout("\n \n\t\n", out, sizeof(out));
+	assert_string_equal(out, "");
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	pm_err_from_stdout(big, out, sizeof(out));
+	assert_int_equal(strlen(out), strlen("no error output; stdout's last line: \"\"") +
+				      PM_ERR_SUMMARY_MAX + 3);
+	assert_non_null(strstr(out, "yyy...\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +242,8 @@ int main(void)
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_report_text),
 		cmocka_unit_test(test_fatal_python),
+		cmocka_unit_test(test_exit_line),
+		cmocka_unit_test(test_from_stdout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sweep/sweep_metric.h"
+
 #include "ranksup.h"
 
 /* Each test's supervisor and run directory, ended and removed whatever
@@ -546,6 +548,57 @@ static void test_sweep_trials(void **state)
 	finish(&s);
 }
 
+/* Issue 32 (12), the supervisor's side: rank 0 reads its trial's
+ * PROCMGR_RESULT_FILE at the end and sends it through the codec (a stale
+ * one of the attempt before is gone first); a last line that is no result
+ * is said in the trial's .err file; a failure with nothing on stderr
+ * quotes stdout's last line. */
+static void test_trial_result(void **state)
+{
+	char opts[128], path[160], text[4096];
+	struct rsup_cfg c = { 0 };
+	struct pm_metric res;
+	const char *err;
+	struct pm_msg m;
+	(void)state;
+
+	snprintf(opts, sizeof(opts), "sweep=%s/trials", s.dir);
+	c.opts = opts;
+	rsup_exec(&s, &c, RSUP_SH("exit 9"));
+	rsup_hello(&s, 0);
+	rsup_send(&s, PM_MSG_TRIAL_START, 1, 0, 0, 0, 0,
+		  "a 1 0 1 h 1\necho loss=3 >$PROCMGR_RESULT_FILE; echo loss=0.25 >>$PROCMGR_RESULT_FILE");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(m.status, 0);
+	assert_int_equal(pm_metric_decode(&m, &res, &err), 1);
+	assert_string_equal(res.name, "loss");
+	assert_string_equal(res.value, "0.25");
+	/* The next attempt of a: the file it left is no longer its result. */
+	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "a 1 0 1 h 1\necho epoch 7; exit 4");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 4);
+	assert_int_equal(pm_metric_decode(&m, &res, &err), 0);
+	assert_string_equal(err, "no error output; stdout's last line: \"epoch 7\"");
+	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "b 1 0 1 h 1\necho loss 0.3 >$PROCMGR_RESULT_FILE");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(pm_metric_decode(&m, &res, &err), 0);
+	snprintf(path, sizeof(path), "%s/trials.out/b.0.err", s.dir);
+	rsup_slurp(path, text, sizeof(text));
+	assert_non_null(strstr(text, "procmgr: trial b: no result: PROCMGR_RESULT_FILE="));
+	assert_non_null(strstr(text, "/trials.out/b.0.result: 'loss 0.3' is not NAME=VALUE"));
+	/* A plain line whose first word is a builtin runs in sh, as the user
+	 * guide says (it was "cannot run exit", code 127). */
+	rsup_send(&s, PM_MSG_TRIAL_START, 4, 0, 0, 0, 0, "c 1 0 1 h 1\nexit 5");
+	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
+	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
+	assert_int_equal(WEXITSTATUS(m.status), 5);
+	assert_false(m.count & PM_FLAG_EXEC);
+	finish(&s);
+}
+
 static void test_trial_outside_sweep(void **state)
 {
 	struct rsup_cfg c = { 0 };
@@ -657,6 +710,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output_dir, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_output_dir_refused, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_trials, rs_setup, rs_teardown),
+		cmocka_unit_test_setup_teardown(test_trial_result, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_outside_sweep, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_dir_refused, rs_setup, rs_teardown),
 		cmocka_unit_test_setup_teardown(test_trial_dir_theirs, rs_setup, rs_teardown),

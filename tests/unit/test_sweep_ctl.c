@@ -95,7 +95,7 @@ static void test_stop_restart_trial(void **state)
 	has(text, "node id=0 name=127.0.0.1 phase=sweep ");
 	has(text, "trial long1 running 127.0.0.1:0 0 ");
 	has(text, "trial long2 running 127.0.0.1:1 0 ");
-	has(text, "trial later queued - 0 0 - -\n");
+	has(text, "trial later queued - 0 0 - - -\n");
 	/* No such trial; a queued trial does not restart. */
 	assert_int_equal(request(PM_Q_RESTART, "trial=nope", text, sizeof(text)), 1);
 	has(text, "procmgr: step 77.3 has no trial 'nope' (procmgr status 77.3 lists its 4 trials)");
@@ -174,13 +174,13 @@ static void test_status_two_nodes(void **state)
 	char text[16384];
 	(void)state;
 
-	sweep_up(2, 2, 1, "[a] exec sleep 100\n[b ranks=2] exit 0\n"
+	sweep_up(2, 2, 1, "[a] exec sleep 100\n[b ranks=2] echo RESULT acc=0.$RANK\n"
 			  "[c] printf 'one\\ttwo\\n'; exit 6\n");
 	assert_true(pm_pump(&loop, sup_running, &sups[0], 5000));
 	assert_int_equal(request(PM_Q_STATUS, "-", text, sizeof(text)), 0);
 	has(text, "name=127.0.0.2 phase=sweep");
 	has(text, "trial a running 127.0.0.1:0 0 ");
-	has(text, "trial b queued - 0 0 - -");
+	has(text, "trial b queued - 0 0 - - -");
 	/* The query on the other node: no trial lines of its own. */
 	assert_null(strstr(strstr(text, "name=127.0.0.2"), "trial a"));
 	assert_int_equal(request(PM_Q_STOP, "trial=a", text, sizeof(text)), 0);
@@ -190,7 +190,10 @@ static void test_status_two_nodes(void **state)
 	assert_int_equal(request(PM_Q_STATUS, "-", text, sizeof(text)), 0);
 	has(text, "trial a failed - 0 ");
 	has(text, "trial c failed - 0 ");
-	has(text, " 6 one two\n");
+	has(text, " 6 - one two\n");
+	/* Issue 32 (12): a result between the exit and the error. */
+	has(text, "trial b done - 0 ");
+	has(text, " 0 acc=0.0 -\n");
 }
 
 int main(void)

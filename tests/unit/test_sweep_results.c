@@ -14,29 +14,30 @@
 
 #define CHECK(cond, ...) do { if (!(cond)) fail_msg(__VA_ARGS__); } while (0)
 
-static const struct pm_sr_trial done = { "lr0.1", PM_TS_DONE, 0, 1, 0, 61234, NULL };
+static const struct pm_sr_trial done = { "lr0.1", PM_TS_DONE, 0, 1, 0, 61234, NULL, NULL };
 static const struct pm_sr_trial failed = { "7", PM_TS_FAILED, 3, 2, 1, 500,
-					   "RuntimeError:\tCUDA \"oom\"\nat x" };
-static const struct pm_sr_trial queued = { "q", PM_TS_QUEUED, -1, 0, 0, 0, NULL };
+					   "RuntimeError:\tCUDA \"oom\"\nat x", NULL };
+static const struct pm_sr_trial queued = { "q", PM_TS_QUEUED, -1, 0, 0, 0, NULL, NULL };
 
 static void test_tsv(void **state)
 {
 	char buf[256];
 
 	(void)state;
-	assert_string_equal(pm_sr_tsv_header(), "trial\tstate\texit\trestarts\truntime_s\terror\n");
-	assert_int_equal(pm_sr_tsv_line(&done, buf, sizeof(buf)), 24);
-	assert_string_equal(buf, "lr0.1\tdone\t0\t1\t61.234\t-\n");
+	assert_string_equal(pm_sr_tsv_header(),
+			    "trial\tstate\texit\trestarts\truntime_s\terror\tmetric\tvalue\n");
+	assert_int_equal(pm_sr_tsv_line(&done, buf, sizeof(buf)), 28);
+	assert_string_equal(buf, "lr0.1\tdone\t0\t1\t61.234\t-\t-\t-\n");
 	pm_sr_tsv_line(&failed, buf, sizeof(buf));
-	/* The error's tab and line end become blanks: one row of 6 fields. */
-	assert_string_equal(buf, "7\tfailed\t3\t2\t0.500\tRuntimeError: CUDA \"oom\" at x\n");
+	/* The error's tab and line end become blanks: one row of 8 fields. */
+	assert_string_equal(buf, "7\tfailed\t3\t2\t0.500\tRuntimeError: CUDA \"oom\" at x\t-\t-\n");
 	pm_sr_tsv_line(&queued, buf, sizeof(buf));
-	assert_string_equal(buf, "q\tqueued\t-\t0\t0.000\t-\n");
+	assert_string_equal(buf, "q\tqueued\t-\t0\t0.000\t-\t-\t-\n");
 	/* Too small: -1 and nothing half written. */
 	assert_int_equal(pm_sr_tsv_line(&done, buf, 10), -1);
 	assert_string_equal(buf, "");
-	assert_int_equal(pm_sr_tsv_line(&done, buf, 24), -1);
-	assert_int_equal(pm_sr_tsv_line(&done, buf, 25), 24);
+	assert_int_equal(pm_sr_tsv_line(&done, buf, 28), -1);
+	assert_int_equal(pm_sr_tsv_line(&done, buf, 29), 28);
 }
 
 static void test_json(void **state)
@@ -46,11 +47,13 @@ static void test_json(void **state)
 	(void)state;
 	pm_sr_json_line(&done, buf, sizeof(buf));
 	assert_string_equal(buf, "{\"trial\":\"lr0.1\",\"state\":\"done\",\"exit\":0,\"restarts\":1,"
-				 "\"requeues\":0,\"runtime_s\":61.234,\"error\":null}\n");
+				 "\"requeues\":0,\"runtime_s\":61.234,\"error\":null,"
+				 "\"metric\":null,\"value\":null}\n");
 	pm_sr_json_line(&failed, buf, sizeof(buf));
 	assert_string_equal(buf, "{\"trial\":\"7\",\"state\":\"failed\",\"exit\":3,\"restarts\":2,"
 				 "\"requeues\":1,\"runtime_s\":0.500,"
-				 "\"error\":\"RuntimeError:\\tCUDA \\\"oom\\\"\\nat x\"}\n");
+				 "\"error\":\"RuntimeError:\\tCUDA \\\"oom\\\"\\nat x\","
+				 "\"metric\":null,\"value\":null}\n");
 	pm_sr_json_line(&queued, buf, sizeof(buf));
 	CHECK(strstr(buf, "\"exit\":null"), "[%s]", buf);
 	{
@@ -58,7 +61,7 @@ static void test_json(void **state)
 
 		ctl.error = "a\x01" "b\\";
 		pm_sr_json_line(&ctl, buf, sizeof(buf));
-		CHECK(strstr(buf, "\"error\":\"a\\u0001b\\\\\"}"), "[%s]", buf);
+		CHECK(strstr(buf, "\"error\":\"a\\u0001b\\\\\","), "[%s]", buf);
 	}
 	assert_int_equal(pm_sr_json_line(&failed, buf, 40), -1);
 }
@@ -159,9 +162,69 @@ static void test_from_queue(void **state)
 	pm_sq_free(&q);
 }
 
+/* A trial's result: its own two columns, last, in the TSV (the columns
+ * before keep their numbers); "metric" and "value" (a JSON number even
+ * when written ".5") in JSON; something no result is shown as none. */
+static void test_result_columns(void **state)
+{
+	struct pm_sr_trial t = failed;
+	char buf[512];
+
+	(void)state;
+	t.result = "loss=.5";
+	pm_sr_tsv_line(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "7\tfailed\t3\t2\t0.500\tRuntimeError: CUDA \"oom\" at x"
+				 "\tloss\t.5\n");
+	pm_sr_json_line(&t, buf, sizeof(buf));
+	CHECK(strstr(buf, "\"metric\":\"loss\",\"value\":0.5}\n"), "[%s]", buf);
+	t = done;
+	t.result = "acc.top-1=-1.25e-3";
+	pm_sr_tsv_line(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "lr0.1\tdone\t0\t1\t61.234\t-\tacc.top-1\t-1.25e-3\n");
+	pm_sr_json_line(&t, buf, sizeof(buf));
+	CHECK(strstr(buf, "\"metric\":\"acc.top-1\",\"value\":-0.00125}"), "[%s]", buf);
+	t.result = "not a result";
+	pm_sr_tsv_line(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "lr0.1\tdone\t0\t1\t61.234\t-\t-\t-\n");
+}
+
+/* The queue keeps a trial's result (pm_sq_set_result) and hands it on. */
+static void test_result_from_queue(void **state)
+{
+	struct pm_sq q;
+	struct pm_sq_cfg c = { 0 };
+	struct pm_sr_trial r;
+	int ranks[] = { 1 }, st[1];
+	char err[128];
+
+	(void)state;
+	c.nodes = 1;
+	c.slots_per_node = 1;
+	c.port_first = 29500;
+	c.port_count = 1;
+	assert_int_equal(pm_sq_init(&q, &c, ranks, 1, err, sizeof(err)), 0);
+	pm_sr_from_queue(&q, 0, "a", 0, &r);
+	assert_null(r.result);
+	assert_int_equal(pm_sq_schedule(&q, 1000, st, 1), 1);
+	assert_int_equal(pm_sq_started(&q, 0, 1000), 0);
+	assert_int_equal(pm_sq_set_result(&q, 0, "loss=1"), 0);
+	assert_int_equal(pm_sq_set_result(&q, 0, "loss=0.25"), 0);
+	assert_int_equal(pm_sq_ended(&q, 0, false, 0, NULL, 2000, NULL), PM_TS_DONE);
+	pm_sr_from_queue(&q, 0, "a", 0, &r);
+	assert_string_equal(r.result, "loss=0.25");
+	assert_int_equal(pm_sq_set_result(&q, 1, "loss=1"), -1);
+	assert_int_equal(pm_sq_set_result(&q, 0, NULL), 0);
+	pm_sr_from_queue(&q, 0, "a", 0, &r);
+	assert_null(r.result);
+	assert_int_equal(pm_sq_set_result(&q, 0, "loss=2"), 0);
+	pm_sq_free(&q); /* frees it (ASan) */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_result_columns),
+		cmocka_unit_test(test_result_from_queue),
 		cmocka_unit_test(test_tsv),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_summary),

@@ -71,6 +71,12 @@ static void ended_with(int code)
 	assert_true(pm_pump(&loop, sweep_over, NULL, 10000));
 	assert_int_equal(m->type, code ? PM_MSG_ABORT : PM_MSG_FINISH);
 	assert_int_equal(m->status, code);
+	/* Issue 32 (12): only task 0 (it said the summary) ends with the
+	 * code, so that srun adds one line, not one per node. */
+	if (code) {
+		assert_int_equal(m->rank, 0);
+		assert_true(m->count & PM_FLAG_BLAME);
+	}
 }
 
 /* Two nodes of two slots: a trial that succeeds, one that fails with its
@@ -90,19 +96,21 @@ static void test_true_false_killed(void **state)
 		 "[silent] exit 4\n");
 	ended_with(1);
 	res = sweep_read("trials.results");
-	has(res, "trial\tstate\texit\trestarts\truntime_s\terror\n");
+	has(res, "trial\tstate\texit\trestarts\truntime_s\terror\tmetric\tvalue\n");
 	has(res, "ok\tdone\t0\t0\t");
-	has(res, "\tValueError: lr too high\n");
+	has(res, "\tValueError: lr too high\t-\t-\n");
 	has(res, "bad\tfailed\t3\t0\t");
 	has(res, "killed\tfailed\t137\t0\t");
 	has(res, "silent\tfailed\t4\t0\t");
-	has(res, "\texit code 4\n");
+	has(res, "\texit code 4\t-\t-\n");
 	has(res, "wide\tdone\t0\t0\t");
 	/* srun's stderr, through rank 0's supervisor: each failure, then
 	 * the summary. */
 	said(&sups[0], "procmgr: trial bad exited with code 3 (ValueError: lr too high); "
 		       "no restart left: failed");
 	said(&sups[0], "procmgr: trial killed exited with code 137");
+	/* Issue 32 (12): said once, not "exited with code 4 (exit code 4)". */
+	said(&sups[0], "procmgr: trial silent exited with code 4; no restart left: failed");
 	said(&sups[0], "procmgr: sweep of 5 trials: 2 done, 3 failed; results in ");
 	assert_false(sup_said(&sups[1], "sweep of 5 trials"));
 	/* wide's four ranks, two on each node: local ranks 0 and 1 of 2 there,
@@ -174,6 +182,40 @@ static void test_restart_on_failure(void **state)
 		 "\"master\":\"127.0.0.1\"");
 	/* The restart's TRIAL_START says which restart it is. */
 	assert_int_equal(sups[0].starts + sups[1].starts, 4);
+}
+
+/* Issue 32 (12): a trial's result comes back with its rank 0's end (the
+ * codec), goes in the results file's last two columns and the status
+ * lines; a failed trial keeps what it reported; rank 1's is not the
+ * trial's; an attempt that reports none leaves none (not its last one's). */
+static void test_results(void **state)
+{
+	char text[1024], *res;
+	(void)state;
+
+	sweep_restarts = 1;
+	snprintf(text, sizeof(text),
+		 "[lr1] echo RESULT loss=0.5\n"
+		 "[lr2 ranks=2] echo RESULT loss=1$RANK\n"
+		 "[div] echo RESULT loss=9e9; exit 3\n"
+		 "[again] test -e %s/again && exit 0; touch %s/again; echo RESULT loss=7; exit 1\n"
+		 "[bad] echo RESULT loss=nan\n"
+		 "[none] true\n", sweep_dir, sweep_dir);
+	sweep_up(1, 2, 2, text);
+	ended_with(1);
+	res = sweep_read("trials.results");
+	has(res, "lr1\tdone\t0\t0\t");
+	has(res, "\t-\tloss\t0.5\n");
+	has(res, "\t-\tloss\t10\n"); /* rank 0's, not rank 1's 11 */
+	assert_null(strstr(res, "\tloss\t11\n"));
+	has(res, "div\tfailed\t3\t1\t");
+	has(res, "\tloss\t9e9\n");
+	has(res, "again\tdone\t0\t1\t");
+	assert_null(strstr(res, "\tloss\t7\n"));
+	line_has(res, "bad\tdone", "\t-\t-\t-", "");
+	line_has(res, "none\tdone", "\t-\t-\t-", "");
+	/* The decision line and the results say the error, not the result. */
+	said(&sups[0], "procmgr: trial div exited with code 3 (RESULT loss=9e9); no restart left");
 }
 
 static bool three_run(void *arg)
@@ -600,6 +642,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_true_false_killed, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_all_done, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_on_failure, sweep_setup, sweep_teardown),
+		cmocka_unit_test_setup_teardown(test_results, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_spare_joins, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_root_lost_takeover, sweep_setup, sweep_teardown),

@@ -21,6 +21,7 @@
 #include "procmgrd/sweep_run.h"
 #include "pump.h"
 #include "stepnet.h"
+#include "sweep/sweep_metric.h"
 
 static void reply(struct sup *u, int type, int status, unsigned flags, const char *text)
 {
@@ -54,13 +55,29 @@ static void on_exit_(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	u->pid = 0;
 	u->exits++;
 	/* As procmgr-rank: a stopped command's end is RANK_STOPPED; a failed
-	 * one's error is its last words (here its output). */
-	if (u->hung)
+	 * one's error is its last words (here its output). A line "RESULT
+	 * NAME=VALUE" is its result (procmgr-rank reads the trial's result
+	 * file on its rank 0 only; sent from every rank here, so that the
+	 * root is seen to keep rank 0's). */
+	if (u->hung) {
 		reply(u, PM_MSG_RANK_EXIT, st, PM_FLAG_HUNG, NULL);
-	else if (u->stopping)
+	} else if (u->stopping) {
 		reply(u, PM_MSG_RANK_STOPPED, st, 0, NULL);
-	else
-		reply(u, PM_MSG_RANK_EXIT, st, 0, st ? out : NULL);
+	} else {
+		const char *r = strstr(out, "RESULT ");
+		struct pm_metric res;
+		struct pm_msg m;
+		char why[160];
+		bool has = r && !pm_metric_parse(r + 7, strcspn(r + 7, "\n"), &res, why,
+						  sizeof(why));
+
+		pm_msg_init(&m, PM_MSG_RANK_EXIT);
+		m.gen = u->gen;
+		m.status = st;
+		pm_metric_encode(&m, has ? &res : NULL, st ? out : NULL);
+		if (u->c)
+			assert_int_equal(pm_conn_send(u->c, &m), 0);
+	}
 	u->stopping = u->hung = false;
 }
 
@@ -77,7 +94,11 @@ static void run(struct sup *u, const struct pm_msg *m)
 	assert_true(u->pid >= 0);
 	if (u->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves none */
+		char rank[16];
+
 		setpgid(0, 0);
+		snprintf(rank, sizeof(rank), "%d", m->rank);
+		setenv("RANK", rank, 1);
 		dup2(p[1], STDOUT_FILENO);
 		execl("/bin/sh", "sh", "-c", cmd + 1, (char *)NULL);
 		_exit(127);
