@@ -57,14 +57,22 @@ void pm_repl_on_replace(uint32_t self, uint32_t n, const bool *lost_before, cons
 	}
 }
 
-/* Rows: states; columns: SAVED, SEND, ACKED, LOST, REBUDDY. A SEND of a
- * blob that is not dirty, or an ACK of nothing in flight, changes
- * nothing. */
+/* Rows: states; columns: SAVED, SEND, ACKED, LOST, REBUDDY, FAILED. A SEND
+ * of a blob that is not dirty, or an ACK of nothing in flight, changes
+ * nothing. A version that failed stays out (a new buddy or link reads the
+ * same file) until the rank saves another, which may be copyable; a STALE
+ * one that failed has that newer version waiting already. */
 static const uint8_t table[PM_RS_N][PM_RE_N] = {
-	[PM_RS_CLEAN] = { PM_RS_DIRTY, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_DIRTY },
-	[PM_RS_DIRTY] = { PM_RS_DIRTY, PM_RS_SENDING, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY },
-	[PM_RS_SENDING] = { PM_RS_STALE, PM_RS_SENDING, PM_RS_CLEAN, PM_RS_DIRTY, PM_RS_DIRTY },
-	[PM_RS_STALE] = { PM_RS_STALE, PM_RS_STALE, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY },
+	[PM_RS_CLEAN] = { PM_RS_DIRTY, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_DIRTY,
+			  PM_RS_CLEAN },
+	[PM_RS_DIRTY] = { PM_RS_DIRTY, PM_RS_SENDING, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY,
+			  PM_RS_DIRTY },
+	[PM_RS_SENDING] = { PM_RS_STALE, PM_RS_SENDING, PM_RS_CLEAN, PM_RS_DIRTY, PM_RS_DIRTY,
+			    PM_RS_FAILED },
+	[PM_RS_STALE] = { PM_RS_STALE, PM_RS_STALE, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY,
+			  PM_RS_DIRTY },
+	[PM_RS_FAILED] = { PM_RS_DIRTY, PM_RS_FAILED, PM_RS_FAILED, PM_RS_FAILED, PM_RS_FAILED,
+			   PM_RS_FAILED },
 };
 
 enum pm_repl_st pm_repl_next(enum pm_repl_st st, enum pm_repl_ev ev)
@@ -76,7 +84,7 @@ enum pm_repl_st pm_repl_next(enum pm_repl_st st, enum pm_repl_ev ev)
 
 const char *pm_repl_st_name(enum pm_repl_st st)
 {
-	static const char *const names[] = { "clean", "dirty", "sending", "stale" };
+	static const char *const names[] = { "clean", "dirty", "sending", "stale", "failed" };
 	return (unsigned)st < PM_RS_N ? names[st] : "?";
 }
 
@@ -157,7 +165,8 @@ void pm_repl_all(struct pm_repl_track *t, enum pm_repl_ev ev)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		t->it[i].st = pm_repl_next(t->it[i].st, ev);
-		if (t->it[i].st == PM_RS_DIRTY || t->it[i].st == PM_RS_CLEAN)
+		if (t->it[i].st == PM_RS_DIRTY || t->it[i].st == PM_RS_CLEAN ||
+		    t->it[i].st == PM_RS_FAILED)
 			t->it[i].sending = 0;
 		if (ev == PM_RE_REBUDDY)
 			t->it[i].safe = 0;

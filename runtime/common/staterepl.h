@@ -41,6 +41,9 @@ enum pm_repl_st {
 	PM_RS_DIRTY,    /* a version the buddy does not have waits to be sent */
 	PM_RS_SENDING,  /* the latest version is on its way */
 	PM_RS_STALE,    /* a version is on its way, a newer one was saved meanwhile */
+	PM_RS_FAILED,   /* its latest version could not be read to be copied (a file
+			 * of its own kind, a read error): left out until a new
+			 * version is saved, so that it never blocks the others */
 	PM_RS_N
 };
 enum pm_repl_ev {
@@ -49,6 +52,7 @@ enum pm_repl_ev {
 	PM_RE_ACKED,   /* the buddy acknowledged the version in flight */
 	PM_RE_LOST,    /* the link broke: whatever was in flight is unknown */
 	PM_RE_REBUDDY, /* another buddy: it holds nothing of ours */
+	PM_RE_FAILED,  /* the version in flight could not be read from its file */
 	PM_RE_N
 };
 /* The table: the state after ev in st. */
@@ -78,7 +82,8 @@ struct pm_repl_item *pm_repl_take(struct pm_repl_track *t);
  * a version safe (the caller marks it so in the store), else NULL. */
 struct pm_repl_item *pm_repl_acked(struct pm_repl_track *t, int32_t grank, const char *name,
 				   uint64_t version);
-/* Every item by the event (PM_RE_LOST, PM_RE_REBUDDY). */
+/* Every item by the event (PM_RE_LOST, PM_RE_REBUDDY, PM_RE_FAILED: only
+ * the one in flight changes). */
 void pm_repl_all(struct pm_repl_track *t, enum pm_repl_ev ev);
 bool pm_repl_busy(const struct pm_repl_track *t);
 

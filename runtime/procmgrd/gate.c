@@ -133,7 +133,8 @@ static void say_busy(int fd)
 		return;
 }
 
-static int gate_add(struct pm_step *s, struct pm_conn *c, const uint8_t key[16], bool node)
+static int gate_add(struct pm_step *s, struct pm_conn *c, const uint8_t key[16], bool node,
+		    bool spoke)
 {
 	if (s->npending == s->pending_cap) {
 		int n = s->pending_cap ? s->pending_cap * 2 : 8;
@@ -143,7 +144,8 @@ static int gate_add(struct pm_step *s, struct pm_conn *c, const uint8_t key[16],
 		s->pending = p;
 		s->pending_cap = n;
 	}
-	s->pending[s->npending] = (struct pm_pending){ .c = c, .t0 = pm_now_ms(), .node = node };
+	s->pending[s->npending] = (struct pm_pending){ .c = c, .t0 = pm_now_ms(), .node = node,
+						       .spoke = spoke };
 	memcpy(s->pending[s->npending++].src, key, 16);
 	gate_arm(s);
 	return 0;
@@ -155,29 +157,48 @@ void pm_gate_accept(struct pm_step *s, int fd, pm_msg_fn on_msg, pm_close_fn on_
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	uint8_t key[16];
-	int i, same = 0, others = 0, oldest = -1;
-	bool node;
+	int i, same = 0, spoke_held = 0, silent_held = 0, oldest = -1, oldest_room = -1;
+	bool node, spoke = false;
 	struct pm_conn *c;
+	char b;
 
 	memset(&ss, 0, sizeof(ss));
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) || addr_key(&ss, key))
 		memset(key, 0, sizeof(key));
 	node = from_node(s, key);
+	/* Read early: a stranger's request already there (the procmgr
+	 * command sends it at once) is not one of a silent flood. */
+	if (!node)
+		spoke = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 	for (i = 0; i < s->npending; i++) {
-		if (!memcmp(s->pending[i].src, key, 16)) {
+		const struct pm_pending *p = &s->pending[i];
+		if (!memcmp(p->src, key, 16)) {
 			same++;
-			if (oldest < 0 || s->pending[i].t0 < s->pending[oldest].t0)
+			if (oldest < 0 || p->t0 < s->pending[oldest].t0)
 				oldest = i;
 		}
-		if (!s->pending[i].node)
-			others++;
+		if (p->node)
+			continue;
+		if (p->spoke)
+			spoke_held++;
+		else
+			silent_held++;
+		if (p->spoke == spoke && (oldest_room < 0 || p->t0 < s->pending[oldest_room].t0))
+			oldest_room = i;
 	}
-	switch (pm_gate_decide(node, same, others, room)) {
-	case PM_GATE_BUSY:
-		say_busy(fd);
-		close(fd);
-		pm_gate_refused(s, "too many connections that have not said hello (told busy)");
-		return;
+	switch (pm_gate_decide(node, same, spoke, spoke_held, silent_held, room)) {
+	case PM_GATE_OLDEST_BUSY:
+		/* The oldest of its room goes, told busy; the newcomer (maybe a
+		 * request a moment behind its connect) is taken. */
+		if (oldest_room >= 0) {
+			say_busy(s->pending[oldest_room].c->w.fd);
+			pm_conn_fail(s->pending[oldest_room].c,
+				     spoke ? "too many connections that have not said hello, with a "
+					     "request begun (the oldest told busy)"
+					   : "too many connections that have not said hello (the "
+					     "oldest told busy)");
+		}
+		break;
 	case PM_GATE_MAKE_WAY:
 		pm_conn_fail(s->pending[oldest].c, "made way for a newer connection from its "
 			     "node's address (no hello yet)");
@@ -191,7 +212,7 @@ void pm_gate_accept(struct pm_step *s, int fd, pm_msg_fn on_msg, pm_close_fn on_
 		close(fd);
 		return;
 	}
-	if (gate_add(s, c, key, node)) {
+	if (gate_add(s, c, key, node, spoke)) {
 		pm_conn_free(c);
 		pm_gate_refused(s, "out of memory for a tree connection");
 	}

@@ -1,10 +1,11 @@
 #include "gate_rule.h"
 
-enum pm_gate_verdict pm_gate_decide(bool from_node, int same_src, int others, int room)
+enum pm_gate_verdict pm_gate_decide(bool from_node, int same_src, bool spoke, int spoke_held,
+				    int silent_held, int room)
 {
 	if (from_node)
 		return same_src < PM_GATE_NODE_ROOM ? PM_GATE_TAKE : PM_GATE_MAKE_WAY;
-	return others < room ? PM_GATE_TAKE : PM_GATE_BUSY;
+	return (spoke ? spoke_held : silent_held) < room ? PM_GATE_TAKE : PM_GATE_OLDEST_BUSY;
 }
 
 bool pm_bucket_take(struct pm_bucket *b, uint64_t now_ms, unsigned rate, unsigned burst)

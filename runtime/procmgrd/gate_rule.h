@@ -5,8 +5,13 @@
  * their own, so that nobody can crowd them out; a node's room full, its
  * oldest silent connection makes way (a procmgrd says HELLO at once, so
  * the older one is not it). Everyone else (the procmgr command, other
- * users) shares a bounded room; when it is full the newcomer is told
- * "busy" and closed.
+ * users) has two bounded rooms, read early: a connection whose first bytes
+ * are already there when it is accepted (the procmgr command sends its
+ * signed request at once) goes to the room of those who spoke, one that
+ * says nothing yet to the silent room. So a flood of silent connections
+ * never crowds out a request. A room full, its oldest is told "busy" and
+ * closed, and the newcomer taken: a connection whose request came a moment
+ * after its accept is not refused for the flood's older ones.
  *
  * Credentials: decoding one costs munged and us a CPU slice, so those not
  * from the step's nodes are decoded at a bounded rate (a token bucket);
@@ -24,13 +29,15 @@
 enum pm_gate_verdict {
 	PM_GATE_TAKE,        /* hold it until its HELLO or the deadline */
 	PM_GATE_MAKE_WAY,    /* close the oldest from the same address, take it */
-	PM_GATE_BUSY,        /* refuse it: "busy" */
+	PM_GATE_OLDEST_BUSY, /* tell the oldest of its room "busy", close it, take it */
 };
 
 /* A new connection: from_node if its address is one of the step's nodes';
- * same_src: silent ones held from that address; others: silent ones held
- * from addresses that are not the step's; room: how many of those. */
-enum pm_gate_verdict pm_gate_decide(bool from_node, int same_src, int others, int room);
+ * same_src: ones held from that address (for nodes); for strangers, spoke:
+ * its first bytes were there at accept, spoke_held and silent_held: the
+ * strangers held in each room; room: how many each room holds. */
+enum pm_gate_verdict pm_gate_decide(bool from_node, int same_src, bool spoke, int spoke_held,
+				    int silent_held, int room);
 
 struct pm_bucket {
 	uint64_t t_ms;      /* last refill */

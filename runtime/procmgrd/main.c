@@ -28,6 +28,7 @@
 #include "io/sys.h"
 #include "io/tcp.h"
 #include "query.h"
+#include "admit.h"
 #include "step.h"
 #include "common/tree.h"
 
@@ -41,6 +42,8 @@ struct daemon {
 	int ready_fd;
 	pid_t watch_pid;
 	struct pm_watch unix_w, tcp_w, sig_w, pid_w, connect_w, retry_w;
+	struct pm_watch unix_rest_w; /* the unix listener resting (out of descriptors) */
+	unsigned unix_starved;
 	struct sockaddr_storage parent_addr, self_addr;
 	socklen_t parent_addrlen, self_addrlen;
 	struct pm_backoff retry;
@@ -139,6 +142,7 @@ static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		if (w == &d->unix_w) {
+			d->unix_starved = 0;
 			pm_step_rank_conn(&d->step, fd);
 		} else {
 			user_timeout(d, fd);
@@ -149,6 +153,22 @@ static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	 * the loop spin; the door pauses it for a tick. */
 	if (w == &d->tcp_w && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 		pm_gate_pause(&d->step, errno);
+	/* The supervisors' listener rests likewise, longer each time in a row. */
+	if (w == &d->unix_w && pm_admit_starved(errno) && pm_loop_mod(l, w, 0) == 0) {
+		unsigned ms = pm_admit_backoff_ms(++d->unix_starved);
+		if (d->unix_starved == 1)
+			pm_log(&d->step, "supervisors' socket: cannot accept (%m): resting %u ms", ms);
+		pm_timer_set(d->unix_rest_w.fd, ms, 0);
+	}
+}
+
+static void on_unix_rested(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct daemon *d = w->arg;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_loop_mod(l, &d->unix_w, EPOLLIN);
 }
 
 static int listen_unix(struct daemon *d)
@@ -170,6 +190,9 @@ static int listen_unix(struct daemon *d)
 		return -1;
 	}
 	d->unix_w = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = d };
+	d->unix_rest_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_unix_rested, .arg = d };
+	if (d->unix_rest_w.fd < 0 || pm_loop_add(&d->loop, &d->unix_rest_w, EPOLLIN))
+		return -1;
 	return pm_loop_add(&d->loop, &d->unix_w, EPOLLIN);
 }
 

@@ -6,11 +6,15 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "io/sys.h"
 
 /* The command must never outlive its supervisor: it has PR_SET_PDEATHSIG,
@@ -31,10 +35,30 @@ void pm_step_rank_kill(struct pm_step *s, int lrank, bool supervisor)
 		pm_log(s, "killed the silent supervisor of local rank %d", lrank);
 }
 
+/* c leaves the door: it said HELLO, or it closed. */
+static void door_leave(struct pm_step *s, struct pm_conn *c)
+{
+	for (int i = 0; i < s->nrank_door; i++)
+		if (s->rank_door[i].c == c) {
+			s->rank_door[i] = s->rank_door[--s->nrank_door];
+			return;
+		}
+}
+
+void pm_step_rank_door_free(struct pm_step *s)
+{
+	while (s->nrank_door)
+		pm_conn_free(s->rank_door[--s->nrank_door].c);
+	free(s->rank_door);
+	s->rank_door = NULL;
+	s->rank_door_cap = 0;
+}
+
 static void rank_closed(struct pm_conn *c, const char *why)
 {
 	struct pm_step *s = c->w.arg;
 
+	door_leave(s, c);
 	if (c->id >= 0 && s->ranks[c->id] == c) {
 		s->ranks[c->id] = NULL;
 		s->sb_pgid[c->id] = 0; /* its standby dies with it */
@@ -98,6 +122,7 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 	}
 	c->id = m->node;
 	s->ranks[c->id] = c;
+	door_leave(s, c);
 	{
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
@@ -128,6 +153,9 @@ void pm_step_rank_conn(struct pm_step *s, int fd)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
+	struct pm_conn *c;
+	char why[300];
+
 	/* Only the job's user (and root) may talk to procmgrd. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    (cred.uid != s->uid && cred.uid != 0)) {
@@ -136,8 +164,66 @@ void pm_step_rank_conn(struct pm_step *s, int fd)
 		close(fd);
 		return;
 	}
-	if (!pm_conn_new(s->loop, fd, rank_msg, rank_closed, s)) {
+	/* Any process of the job's user can connect here (a rank's too), and
+	 * say nothing: admit.h's bounds on those without HELLO, per process
+	 * and in all, and the descriptors' reserve. The supervisors say HELLO
+	 * as soon as they connect; in all, the oldest silent one makes way for
+	 * a newcomer, so that a flood cannot keep a supervisor out. */
+	{
+		struct rlimit rl;
+		struct pm_admit_cfg cfg = {
+			.per_peer = PM_ADMIT_RANK_PER_PID,
+			.reserve = pm_admit_reserve((unsigned)(s->opts.spares ? s->nnodes
+									     : s->nchildren),
+						    (unsigned)s->ntasks_local),
+		};
+		struct pm_admit_now now = { .fd = (unsigned)fd };
+		enum pm_admit_verdict v;
+		char who[32];
+		int i, oldest = -1;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur <= ~0u)
+			now.fd_limit = (unsigned)rl.rlim_cur;
+		for (i = 0; i < s->nrank_door; i++) {
+			if (s->rank_door[i].pid == cred.pid)
+				now.peer++;
+			if (oldest < 0 || s->rank_door[i].t0 < s->rank_door[oldest].t0)
+				oldest = i;
+		}
+		now.socket = (unsigned)s->nrank_door;
+		v = pm_admit_decide(&cfg, &now);
+		if (v != PM_ADMIT_TAKE) {
+			/* Said once per process: a flood would fill the log. */
+			if (s->rank_door_said != cred.pid) {
+				snprintf(who, sizeof(who), "pid %d", (int)cred.pid);
+				pm_admit_why(v, &cfg, &now, "the supervisors' socket", who, why,
+					     sizeof(why));
+				pm_log(s, "supervisors' socket: %s", why);
+				s->rank_door_said = cred.pid;
+			}
+			close(fd);
+			return;
+		}
+		if (s->nrank_door >= s->ntasks_local + PM_ADMIT_RANK_EXTRA && oldest >= 0)
+			pm_conn_fail(s->rank_door[oldest].c,
+				     "made way for a newer connection (no hello yet)");
+		if (s->nrank_door == s->rank_door_cap) {
+			int n = s->rank_door_cap ? 2 * s->rank_door_cap : 8;
+			struct pm_rank_door *d = realloc(s->rank_door, (size_t)n * sizeof(*d));
+			if (!d) {
+				close(fd);
+				return;
+			}
+			s->rank_door = d;
+			s->rank_door_cap = n;
+		}
+	}
+	if (!(c = pm_conn_new(s->loop, fd, rank_msg, rank_closed, s))) {
 		pm_log(s, "cannot watch a rank connection: %m");
 		close(fd);
+		return;
 	}
+	s->rank_door[s->nrank_door++] = (struct pm_rank_door){ .c = c, .pid = cred.pid,
+							       .t0 = pm_now_ms() };
 }

@@ -18,6 +18,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
+#include "admit.h"
 #include "common/statestore.h"
 #include "io/memblob.h"
 #include "common/stateproto.h"
@@ -32,7 +35,9 @@ struct sconn {
 	/* Refused at connect: its first request is answered "err" with this,
 	 * then it is closed. Closing at once, its request unread, would
 	 * reset the connection and lose the answer. */
-	char refused[200];
+	char refused[300];
+	uint64_t seq; /* the order it was accepted in (among refused ones, the oldest makes way) */
+	int lrank; /* the local rank it counts against, -1: none (refused) */
 	bool waiting; /* a load held until a lost node's state came (spare) */
 	struct sconn *prev, *next;
 };
@@ -42,6 +47,17 @@ struct pm_state_link {
 	struct pm_watch lw;
 	struct sconn *conns;
 	uint64_t saves, loads, refused;
+	/* The bounds (admit.h): connections held per local rank and in all,
+	 * refused ones held for their answer. */
+	unsigned *per_rank, nconns, nrefused;
+	uint64_t accepted;
+	/* Out of descriptors: the listener rests (rest_w, a timer) instead of
+	 * spinning, longer each time in a row. */
+	struct pm_watch rest_w;
+	unsigned starved;
+	/* Refusals said at most once a second, the others counted. */
+	uint64_t said_ms;
+	unsigned unsaid;
 };
 
 void pm_state_link_resume(struct pm_step *s)
@@ -79,6 +95,14 @@ static void release(int h, void *arg)
 
 static void sconn_free(struct pm_step *s, struct sconn *c)
 {
+	struct pm_state_link *k = s->state;
+
+	if (c->refused[0])
+		k->nrefused--;
+	else
+		k->nconns--;
+	if (c->lrank >= 0)
+		k->per_rank[c->lrank]--;
 	pm_statesrv_closed(&s->state->store, &c->peer);
 	pm_loop_del(s->loop, &c->w);
 	close(c->w.fd);
@@ -112,7 +136,7 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		return;
 	}
 	if (c->refused[0]) {
-		char buf[PM_SP_LINE_MAX + 1], out[256];
+		char buf[PM_SP_LINE_MAX + 1], out[sizeof(c->refused) + 8];
 		int fd = -1;
 		if (pm_fd_recv(w->fd, buf, sizeof(buf), &fd) > 0) {
 			snprintf(out, sizeof(out), "err %s", c->refused);
@@ -172,10 +196,13 @@ static struct sconn *watch(struct pm_step *s, int fd)
 		return NULL;
 	c->s = s;
 	c->w = (struct pm_watch){ .fd = fd, .fn = on_conn, .arg = c };
+	c->seq = ++s->state->accepted;
+	c->lrank = -1;
 	if (pm_loop_add(s->loop, &c->w, EPOLLIN)) {
 		free(c);
 		return NULL;
 	}
+	s->state->nconns++;
 	c->next = s->state->conns;
 	if (c->next)
 		c->next->prev = c;
@@ -183,25 +210,92 @@ static struct sconn *watch(struct pm_step *s, int fd)
 	return c;
 }
 
-/* Refused before any request: its first request is answered with why. */
+/* A refusal in the log: the first of each second, the others counted in
+ * the next one (a rank opening thousands of connections would otherwise
+ * fill the disk). */
+static void say_refused(struct pm_step *s, const char *why)
+{
+	struct pm_state_link *k = s->state;
+	uint64_t now = pm_now_ms();
+
+	if (k->said_ms && now - k->said_ms < 1000) {
+		k->unsaid++;
+		return;
+	}
+	if (k->unsaid)
+		pm_log(s, "state socket: %s (and %u more refused since the last such line)", why,
+		       k->unsaid);
+	else
+		pm_log(s, "state socket: %s", why);
+	k->said_ms = now;
+	k->unsaid = 0;
+}
+
+/* Refused before any request: its first request is answered with why.
+ * At most PM_ADMIT_REFUSED_HELD wait for that: the oldest makes way (it
+ * goes unanswered), so that refusals never hold descriptors without
+ * bound. */
 static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void turn_away(struct pm_step *s, int fd, const char *fmt, ...)
 {
-	char buf[200];
+	struct pm_state_link *k = s->state;
+	char buf[300];
 	va_list ap;
-	struct sconn *c;
+	struct sconn *c, *oldest = NULL;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	pm_log(s, "state socket: %s", buf);
+	say_refused(s, buf);
+	if (k->nrefused >= PM_ADMIT_REFUSED_HELD) {
+		for (c = k->conns; c; c = c->next)
+			if (c->refused[0] && (!oldest || c->seq < oldest->seq))
+				oldest = c;
+		if (oldest)
+			sconn_free(s, oldest);
+	}
 	if (!(c = watch(s, fd))) {
 		close(fd);
 		return;
 	}
+	k->nconns--;
+	k->nrefused++;
 	c->peer.grank = -1;
 	snprintf(c->refused, sizeof(c->refused), "%s", buf);
+}
+
+static unsigned fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > ~0u)
+		return 0;
+	return (unsigned)rl.rlim_cur;
+}
+
+/* The bounds of admit.h for a connection of local rank lrank (-1: before
+ * it is known, only the reserve and the socket's total). */
+static enum pm_admit_verdict admit(struct pm_step *s, int fd, int lrank, char *why, size_t len)
+{
+	struct pm_state_link *k = s->state;
+	struct pm_admit_cfg cfg = {
+		.per_peer = lrank >= 0 ? PM_ADMIT_STATE_PER_RANK : 0,
+		.per_socket = PM_ADMIT_STATE_MAX,
+		.reserve = pm_admit_reserve((unsigned)(s->opts.spares ? s->nnodes : s->nchildren),
+					    (unsigned)s->ntasks_local),
+	};
+	struct pm_admit_now now = { .peer = lrank >= 0 ? k->per_rank[lrank] : 0,
+				    .socket = k->nconns, .fd = (unsigned)fd,
+				    .fd_limit = fd_limit() };
+	enum pm_admit_verdict v = pm_admit_decide(&cfg, &now);
+	char who[32];
+
+	if (v != PM_ADMIT_TAKE) {
+		snprintf(who, sizeof(who), "rank %d", lrank >= 0 ? s->gen.ranks[lrank].grank : -1);
+		pm_admit_why(v, &cfg, &now, "the state socket", who, why, len);
+	}
+	return v;
 }
 
 static void accept_one(struct pm_step *s, int fd)
@@ -211,6 +305,16 @@ static void accept_one(struct pm_step *s, int fd)
 	pid_t *sup;
 	int i, lrank;
 	struct sconn *c;
+	char why[300];
+
+	/* The reserve and the socket's total before anything is read: past
+	 * them the connection is closed at once, unanswered (holding it for
+	 * its answer would spend what the bound keeps). */
+	if (admit(s, fd, -1, why, sizeof(why)) != PM_ADMIT_TAKE) {
+		say_refused(s, why);
+		close(fd);
+		return;
+	}
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred)) {
 		turn_away(s, fd, "refused: the peer's credentials cannot be read");
@@ -259,23 +363,51 @@ static void accept_one(struct pm_step *s, int fd)
 			  "this node", (int)cred.pid);
 		return;
 	}
+	if (admit(s, fd, lrank, why, sizeof(why)) != PM_ADMIT_TAKE) {
+		turn_away(s, fd, "%s", why);
+		return;
+	}
 	if (!(c = watch(s, fd))) {
 		pm_log(s, "state socket: cannot watch a connection: %s", strerror(errno));
 		close(fd);
 		return;
 	}
 	c->peer.grank = s->gen.ranks[lrank].grank;
+	c->lrank = lrank;
+	s->state->per_rank[lrank]++;
 }
 
 static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_step *s = w->arg;
+	struct pm_state_link *k = s->state;
 	int fd;
 	(void)l;
 	(void)ev;
 
-	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		k->starved = 0;
 		accept_one(s, fd);
+	}
+	/* Out of descriptors: the listener stays readable and the loop would
+	 * spin on it; it rests, and the connections wait in its backlog. */
+	if (pm_admit_starved(errno) && pm_loop_mod(s->loop, &k->lw, 0) == 0) {
+		unsigned ms = pm_admit_backoff_ms(++k->starved);
+		if (k->starved == 1)
+			pm_log(s, "state socket: cannot accept (%s): resting %u ms", strerror(errno),
+			       ms);
+		pm_timer_set(k->rest_w.fd, ms, 0);
+	}
+}
+
+static void on_rested(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
+{
+	struct pm_step *s = w->arg;
+	(void)l;
+	(void)ev;
+
+	pm_timer_ack(w->fd);
+	pm_loop_mod(s->loop, &s->state->lw, EPOLLIN);
 }
 
 int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mib,
@@ -295,27 +427,39 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 	strcpy(sa.sun_path, path);
 	if (!(k = calloc(1, sizeof(*k))))
 		return -1;
+	k->per_rank = calloc((size_t)s->ntasks_local + 1, sizeof(*k->per_rank));
+	k->rest_w = (struct pm_watch){ .fd = pm_timer_new(), .fn = on_rested, .arg = s };
+	if (!k->per_rank || k->rest_w.fd < 0 || pm_loop_add(s->loop, &k->rest_w, EPOLLIN)) {
+		pm_log(s, "state socket: %m");
+		if (k->rest_w.fd >= 0)
+			close(k->rest_w.fd);
+		free(k->per_rank);
+		free(k);
+		return -1;
+	}
 	pm_state_init(&k->store, &cfg, (uint32_t)s->node);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) ||
 	    listen(fd, 128)) {
 		pm_log(s, "state socket %s: %m", path);
-		if (fd >= 0)
-			close(fd);
-		free(k);
-		return -1;
+		goto fail;
 	}
 	k->lw = (struct pm_watch){ .fd = fd, .fn = on_accept, .arg = s };
-	if (pm_loop_add(s->loop, &k->lw, EPOLLIN)) {
-		close(fd);
-		free(k);
-		return -1;
-	}
+	if (pm_loop_add(s->loop, &k->lw, EPOLLIN))
+		goto fail;
 	s->state = k;
 	s->repl = pm_state_repl_new(s, &k->store, PM_REPL_RATE_DEFAULT);
 	if (!s->repl)
 		pm_log(s, "state socket: no replication to a buddy (out of memory or descriptors)");
 	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	pm_loop_del(s->loop, &k->rest_w);
+	close(k->rest_w.fd);
+	free(k->per_rank);
+	free(k);
+	return -1;
 }
 
 void pm_state_link_set_rate(struct pm_step *s, uint64_t bytes_per_s)
@@ -336,6 +480,7 @@ void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u)
 	u->saves = s->state->saves;
 	u->loads = s->state->loads;
 	u->refused = s->state->refused;
+	u->conns = s->state->nconns + s->state->nrefused;
 }
 
 /* Every blob goes with procmgrd: at the step's end, scancel or a lost
@@ -351,6 +496,9 @@ void pm_state_link_free(struct pm_step *s)
 	s->repl = NULL;
 	pm_loop_del(s->loop, &s->state->lw);
 	close(s->state->lw.fd);
+	pm_loop_del(s->loop, &s->state->rest_w);
+	close(s->state->rest_w.fd);
+	free(s->state->per_rank);
 	pm_state_clear(&s->state->store, release, NULL);
 	free(s->state);
 	s->state = NULL;

@@ -414,13 +414,17 @@ static bool next_blob(struct rlink *k)
 	k->hdr_off = 0;
 	k->tx_off = 0;
 	k->tx_size = l.size;
+	k->tx_grank = l.grank;
+	snprintf(k->tx_name, sizeof(k->tx_name), "%s", l.name);
+	k->tx_version = l.version;
 	k->tx_copy = pm_memblob_writable(k->tx_fd);
 	return true;
 }
 
 /* got bytes of the file from tx_off through a buffer: what the socket
- * took, or -1 (errno; 0 and errno 0: the file ended short). */
-static ssize_t send_copy(struct rlink *k, uint64_t got)
+ * took, or -1 (errno; 0 and errno 0: the file ended short; *file_err: it
+ * was the file that could not be read, not the socket). */
+static ssize_t send_copy(struct rlink *k, uint64_t got, bool *file_err)
 {
 	static char buf[PM_REPL_CHUNK];
 	ssize_t n = pread(k->tx_fd, buf, (size_t)got, (off_t)k->tx_off);
@@ -428,9 +432,36 @@ static ssize_t send_copy(struct rlink *k, uint64_t got)
 	if (n <= 0) {
 		if (!n)
 			errno = 0;
+		*file_err = true;
 		return n;
 	}
 	return send(k->w.fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* sendfile's failures that may be the file's rather than the socket's: it
+ * cannot be spliced (a hugetlbfs memfd: EINVAL), which a read copy may
+ * still do; the copy then tells the file's errors (pread) from the
+ * socket's (send). */
+static bool splice_unsupported(int e)
+{
+	return e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != EPIPE && e != ECONNRESET &&
+	       e != ENOTCONN && e != ETIMEDOUT;
+}
+
+/* The blob in flight cannot be read: it is left out until its rank saves
+ * another version (common/staterepl.h's FAILED), said once here, so that
+ * the link taken again next sends the others instead of it for ever. */
+static void blob_failed(struct rlink *k, const char *why)
+{
+	if (k->push) {
+		pm_log(k->s, "state replication: a blob of node %u's state cannot be read (%s): "
+		       "not handed to node %s", k->rl.owner, why, k->s->names[k->peer]);
+		return;
+	}
+	pm_log(k->s, "state replication: rank %d's '%s' version %llu cannot be copied to the "
+	       "buddy (%s): left out until the rank saves it again; the other blobs go on",
+	       (int)k->tx_grank, k->tx_name, (unsigned long long)k->tx_version, why);
+	pm_repl_all(&k->r->track, PM_RE_FAILED);
 }
 
 /* Send what the socket and the bandwidth allow; EPOLLOUT while there is
@@ -465,11 +496,18 @@ void pm_repl_pump(struct rlink *k)
 			uint64_t want = k->tx_size - k->tx_off, got;
 			off_t off = (off_t)k->tx_off;
 			ssize_t n;
+			bool file_err = false;
 			if (want > PM_REPL_CHUNK)
 				want = PM_REPL_CHUNK;
 			if (!take_tokens(k, want, &got))
 				return;
-			n = k->tx_copy ? send_copy(k, got) : sendfile(k->w.fd, k->tx_fd, &off, (size_t)got);
+			n = k->tx_copy ? send_copy(k, got, &file_err)
+				       : sendfile(k->w.fd, k->tx_fd, &off, (size_t)got);
+			if (n < 0 && !k->tx_copy && splice_unsupported(errno)) {
+				k->r->tokens += got;
+				k->tx_copy = true; /* the same bytes, read and sent */
+				continue;
+			}
 			if (k->tx_copy && n > 0)
 				off += n;
 			if (n > 0) {
@@ -482,7 +520,10 @@ void pm_repl_pump(struct rlink *k)
 			k->r->tokens += got;
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 				goto wait;
-			snprintf(err, sizeof(err), "sendfile: %s", n ? strerror(errno) : "short file");
+			snprintf(err, sizeof(err), "%s: %s", k->tx_copy ? "copy" : "sendfile",
+				 n ? strerror(errno) : "short file");
+			if (file_err || !n)
+				blob_failed(k, err);
 			goto fail;
 		}
 		if (k->tx_off < k->tx_size)

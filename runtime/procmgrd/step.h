@@ -34,6 +34,7 @@ struct pm_pending {
 	uint64_t t0;
 	uint8_t src[16];   /* its address (IPv4 mapped into IPv6) */
 	bool node;         /* one of the step's nodes' addresses */
+	bool spoke;        /* a stranger whose first bytes were there at accept */
 };
 
 struct pm_step;
@@ -100,6 +101,15 @@ struct pm_step {
 	struct pm_gen gen;
 	/* rank links, by local rank; NULL until its HELLO */
 	struct pm_conn **ranks;
+	/* The supervisors' socket's door (rank_link.c, admit.h): connections
+	 * that have not said HELLO yet, by the process that connected. */
+	struct pm_rank_door {
+		struct pm_conn *c;
+		pid_t pid;
+		uint64_t t0;
+	} *rank_door;
+	int nrank_door, rank_door_cap;
+	pid_t rank_door_said; /* the last process whose refusal was logged */
 	pid_t *cmd_pgid;  /* by local rank: its command's group, 0 when none runs */
 	int *sup_pidfd;   /* by local rank: its supervisor, -1 unknown */
 	/* by local rank (--procmgr-warm): its standby's process group, 0: none,
@@ -230,6 +240,8 @@ int pm_step_life_init(struct pm_step *s);
 
 /* rank_link.c: a rank supervisor connected on the unix socket. */
 void pm_step_rank_conn(struct pm_step *s, int fd);
+/* The door's connections closed (the step's end). */
+void pm_step_rank_door_free(struct pm_step *s);
 /* tree_link.c: a peer connected on the tree port: it must say HELLO
  * with a credential. */
 void pm_step_tree_conn(struct pm_step *s, int fd);
@@ -286,6 +298,7 @@ const char *pm_slowlink_state(struct pm_step *s);
 struct pm_state_usage {
 	uint64_t held, max_node, max_rank, saves, loads, refused;
 	size_t blobs;
+	unsigned conns; /* connections held: the ranks', and refused ones awaiting their answer */
 };
 struct pm_state_note;
 int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mib,

@@ -127,6 +127,7 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->ranks && i < s->ntasks_local; i++)
 		if (s->ranks[i])
 			pm_conn_free(s->ranks[i]);
+	pm_step_rank_door_free(s);
 	for (i = 0; s->children && i < s->children_cap; i++)
 		if (s->children[i])
 			pm_conn_free(s->children[i]);

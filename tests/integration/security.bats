@@ -108,6 +108,107 @@ nobody_step() {
 	events "$job" 0 | grep '"event":"start"' | sed 's/^/# /' >&3
 }
 
+# Issue 32 item 4: a rank opened 12,000 connections to its node's state
+# socket and held procmgrd at its descriptor limit; the step hung. Here
+# rank 0 (on the root's node, whose procmgrd's limit is made 512) opens
+# 3,000 to the state socket and 3,000 to the supervisors' socket: procmgrd
+# holds only its bounds of them, the step's status answers, a restart
+# works, and once the rank closes them procmgrd holds what it held before.
+@test "a rank opening thousands of connections to its node's sockets cannot wedge procmgrd: status answers, a restart works, nothing leaks" {
+	srun -N2 -n4 --procmgr-restart=on-failure:1 --export=ALL,FLOOD_DIR="$W" \
+		/usr/bin/python3 "$top/tests/integration/flood_rank.py" 3000 >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 test -f "$W/pid.0.0" -a -f "$W/pid.1.0" -a -f "$W/pid.2.0" -a -f "$W/pid.3.0"
+	job=$(last_job)
+	pd=$(procmgrd_of "$job" 0)
+	before=$(ls "/proc/$pd/fd" | wc -l)
+	prlimit --pid "$pd" --nofile=512:512
+	touch "$W/go.flood"
+	wait_until 90 test -f "$W/flooded" || { cat "$W/out"; false; }
+	during=$(ls "/proc/$pd/fd" | wc -l)
+	# Not spinning on a full descriptor table: under half a CPU over 2 s.
+	t0=$(awk '{print $14 + $15}' "/proc/$pd/stat")
+	sleep 2
+	t1=$(awk '{print $14 + $15}' "/proc/$pd/stat")
+	run timeout 30 "$PROCMGR" status "$job.0"
+	echo "status during the flood: $output"
+	[ "$status" -eq 0 ]
+	touch "$W/go.close"
+	wait_until 20 grep -q "saved after the flood" "$W/out" || { cat "$W/out"; false; }
+	# A rank's failure: the restart goes through.
+	kill -9 "$(cat "$W/pid.1.0")"
+	wait "$pid" && st=0 || st=$?
+	cat "$W/out"
+	echo "procmgrd's descriptors: $before before, $during during the flood; CPU $((t1 - t0)) ticks in 2 s"
+	[ "$st" -eq 0 ]
+	[ "$(grep -c "gen 1\] done" "$W/out")" -eq 4 ]
+	# procmgrd held its bounds, not the flood: 32 of the rank's and 16
+	# refused state connections, 4 of one process on the supervisors'.
+	line=$(grep "flood: state socket" "$W/out")
+	held_state=$(sed -n 's/.*closed by procmgrd, \([0-9]*\) held; supervisors.*/\1/p' <<<"$line")
+	held_sup=$(sed -n 's/.* \([0-9]*\) held$/\1/p' <<<"$line")
+	[ "$held_state" -le 48 ] && [ "$held_sup" -le 4 ]
+	[ "$during" -le $((before + 60)) ]
+	[ $((t1 - t0)) -lt 100 ]
+	grep -q "state socket: refused: rank 0 holds 32 connections to the state socket, at most 32" \
+		"$STATE/$job/0.0.log"
+}
+
+# Issue 32 item 6: another user's flood of silent connections to the
+# root's control port (reopening each one closed) locked the owner out:
+# procmgr status was told busy 3 times out of 3. The owner's request is
+# read early and has room of its own.
+@test "another user's flood of silent connections to the control port: the owner's procmgr status answers every time" {
+	srun -N2 -n2 --procmgr --export=ALL,RUN=60 "$WORKER" >"$W/out" 2>&1 &
+	pid=$!
+	wait_until 30 started 2
+	job=$(last_job)
+	port=$(grep -o 'ports=[0-9]*' "$PM_LOG" | head -n1 | cut -d= -f2)
+	runuser -u nobody -- /usr/bin/python3 - "${P}1" "$port" "$W/flood.stop" >"$W/flood" 2>&1 <<-'PY' &
+	import os, select, socket, sys, time
+	host, port, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+	socks, opened, said = set(), 0, False
+	t0 = time.time()
+	while not os.path.exists(stop) and time.time() - t0 < 90:
+	    while len(socks) < 200:
+	        try:
+	            socks.add(socket.create_connection((host, port), timeout=2))
+	            opened += 1
+	        except OSError:
+	            break
+	        if not said and len(socks) >= 100:
+	            print("open", len(socks), flush=True)
+	            said = True
+	    r, _, _ = select.select(list(socks), [], [], 0.05)
+	    for s in r:
+	        try:
+	            gone = not s.recv(100)
+	        except OSError:
+	            gone = True
+	        if gone:
+	            socks.discard(s)
+	            s.close()
+	print("opened %d in %.1f s" % (opened, time.time() - t0), flush=True)
+	PY
+	flood=$!
+	wait_until 20 grep -q "^open" "$W/flood"
+	ok=0
+	for i in 1 2 3; do
+		run timeout 30 "$PROCMGR" status "$job.0"
+		echo "status $i during the flood: $status: $output"
+		[ "$status" -eq 0 ] && ok=$((ok + 1))
+	done
+	touch "$W/flood.stop"
+	wait "$flood" || true
+	cat "$W/flood"
+	scancel "$job"
+	wait "$pid" || true
+	[ "$ok" -eq 3 ]
+	# The flood went on all along: the port turned its silent connections away.
+	grep -q "refused tree connection: too many connections that have not said hello" \
+		"$STATE/$job/0.0.log"
+}
+
 # PATH kind: what nobody plants at PATH (the name root will touch at the
 # step's end): a FIFO, a symlink or a hard link to a file of W, or a
 # directory.

@@ -14,6 +14,9 @@ fill    saves MIB MiB (argv[2]), waits until the buddy holds it (safe),
 safe    saves 'model' and says what saved() says at once and once the
         buddy node acknowledged the version (procmgr.saved()'s safe).
 rate    saves MIB MiB (argv[2]) and says how long until it was safe.
+hugetlb saves 'huge' from a hugetlbfs memory file (MFD_HUGETLB, which
+        sendfile cannot read), then 'model' as usual, and says whether each
+        became safe within 30 s.
 """
 import os
 import signal
@@ -114,6 +117,21 @@ def main():
             log("NOT SAFE after 120 s")
             return 1
         log("%d MiB safe after %d ms" % (mib, took * 1000))
+        return 0
+    if mode == "hugetlb":
+        import mmap
+        size = 2 << 20  # one huge page (2 MiB, the default size)
+        fd = os.memfd_create("huge", os.MFD_CLOEXEC | os.MFD_HUGETLB | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, size)
+        with mmap.mmap(fd, size) as m:
+            m[:size] = b"h" * size
+        text, _ = state._ask("begin huge %d" % size)
+        text, _ = state._ask("commit %s 1" % text.split()[1], fd)
+        os.close(fd)
+        log("saved huge: %s" % text)
+        v = procmgr.save("model", b"m" * n, step=1)
+        for name, ver in (("model", v), ("huge", int(text.split()[1]))):
+            log("%s version %d safe: %s" % (name, ver, wait_safe(name, ver, limit=30) is not None))
         return 0
     return 2
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "io/statesrv.h"
+#include "procmgrd/admit.h"
 #include "procmgrd/step.h"
 #include "pump.h"
 #include "stateclient.h"
@@ -243,6 +244,77 @@ static void test_strangers(void **state)
 	sc_rmtmp(sc_tmp);
 }
 
+#define FLOOD 100
+static int flood_fds[FLOOD];
+static int flood_closed_want;
+
+/* How many of the flood's connections procmgrd closed. */
+static bool flood_closed(void *arg)
+{
+	int n = 0;
+	char b;
+	(void)arg;
+	for (int i = 0; i < FLOOD; i++)
+		n += recv(flood_fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+	return n >= flood_closed_want;
+}
+
+static bool no_conns(void *arg)
+{
+	struct pm_state_usage u;
+	pm_state_link_usage(&((struct tnode *)arg)->s, &u);
+	return u.conns == 0;
+}
+
+/* Issue 32 item 4: one rank opening connection after connection holds at
+ * most PM_ADMIT_STATE_PER_RANK of them; of the others, the newest
+ * PM_ADMIT_REFUSED_HELD wait to be told why at their first request, the
+ * rest are closed at once. Its held connections still serve it, and once
+ * it closed them it may open as many again. Before, every one was taken
+ * and held: two ranks held procmgrd at its descriptor limit. */
+static void test_rank_flood(void **state)
+{
+	struct tnode *t;
+	struct peer sup;
+	char out[256];
+	int i, c;
+	(void)state;
+
+	t = state_node(0, 1, 1, 1, &sup, 0);
+	for (i = 0; i < FLOOD; i++)
+		flood_fds[i] = sc_connect(sock);
+	flood_closed_want = FLOOD - PM_ADMIT_STATE_PER_RANK - PM_ADMIT_REFUSED_HELD;
+	assert_true(pm_pump(&loop, flood_closed, NULL, 5000));
+	for (i = 0; i < FLOOD; i++) {
+		char b;
+		bool closed = recv(flood_fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+		assert_int_equal(closed, i >= PM_ADMIT_STATE_PER_RANK &&
+					 i < FLOOD - PM_ADMIT_REFUSED_HELD);
+	}
+	assert_int_equal(sc_ask(flood_fds[FLOOD - 1], "list", -1, out, sizeof(out), NULL), 0);
+	assert_string_equal(out, "err refused: rank 0 holds 32 connections to the state socket, "
+				 "at most 32 are allowed (close one first)");
+	sc_save(flood_fds[0], "model", "m", 1, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	for (i = 0; i < FLOOD; i++)
+		close(flood_fds[i]);
+	assert_true(pm_pump(&loop, no_conns, t, 5000));
+	/* Nothing of the flood is left counted: as many again are taken. */
+	for (i = 0; i < PM_ADMIT_STATE_PER_RANK; i++)
+		flood_fds[i] = sc_connect(sock);
+	for (i = 0; i < PM_ADMIT_STATE_PER_RANK; i++) {
+		assert_int_equal(sc_ask(flood_fds[i], "list", -1, out, sizeof(out), NULL), 0);
+		assert_int_equal(strncmp(out, "ok", 2), 0);
+		close(flood_fds[i]);
+	}
+	c = sc_connect(sock);
+	assert_int_equal(sc_ask(c, "list", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "ok", 2), 0);
+	close(c);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
 /* A socket that cannot be made: -1, no store, nothing counted. */
 static void test_init_fails(void **state)
 {
@@ -270,6 +342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strangers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rank_flood, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_init_fails, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,11 +128,16 @@ static void test_replace_holder_lost(void **st)
 static void test_table(void **st)
 {
 	static const enum pm_repl_st want[PM_RS_N][PM_RE_N] = {
-		[PM_RS_CLEAN] = { PM_RS_DIRTY, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_DIRTY },
-		[PM_RS_DIRTY] = { PM_RS_DIRTY, PM_RS_SENDING, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY },
+		[PM_RS_CLEAN] = { PM_RS_DIRTY, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_CLEAN, PM_RS_DIRTY,
+				  PM_RS_CLEAN },
+		[PM_RS_DIRTY] = { PM_RS_DIRTY, PM_RS_SENDING, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY,
+				  PM_RS_DIRTY },
 		[PM_RS_SENDING] = { PM_RS_STALE, PM_RS_SENDING, PM_RS_CLEAN, PM_RS_DIRTY,
-				    PM_RS_DIRTY },
-		[PM_RS_STALE] = { PM_RS_STALE, PM_RS_STALE, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY },
+				    PM_RS_DIRTY, PM_RS_FAILED },
+		[PM_RS_STALE] = { PM_RS_STALE, PM_RS_STALE, PM_RS_DIRTY, PM_RS_DIRTY, PM_RS_DIRTY,
+				  PM_RS_DIRTY },
+		[PM_RS_FAILED] = { PM_RS_DIRTY, PM_RS_FAILED, PM_RS_FAILED, PM_RS_FAILED,
+				   PM_RS_FAILED, PM_RS_FAILED },
 	};
 	(void)st;
 	for (int s = 0; s < PM_RS_N; s++)
@@ -196,6 +201,56 @@ static void test_track_scenario(void **st)
 	pm_repl_track_free(&t);
 }
 
+/* Issue 32 item 5: a blob whose copy fails (its file cannot be read the
+ * way the link reads it) is left out, and every other blob, of its rank
+ * and of the others, still goes and becomes safe; a new version of it is
+ * tried again. Before, a failed copy put it back to dirty, first in line,
+ * and nothing after it was ever sent. */
+static void test_failed_copy_does_not_block(void **st)
+{
+	struct pm_repl_track t = { 0 };
+	struct pm_repl_item *x;
+	(void)st;
+	assert_int_equal(pm_repl_saved(&t, 0, "huge", 1), 0);
+	assert_int_equal(pm_repl_saved(&t, 0, "model", 1), 0);
+	assert_int_equal(pm_repl_saved(&t, 1, "model", 1), 0);
+	x = pm_repl_take(&t);
+	assert_string_equal(x->name, "huge");
+	pm_repl_all(&t, PM_RE_FAILED);
+	pm_repl_all(&t, PM_RE_LOST); /* the link that carried it ends too */
+	assert_int_equal(t.it[0].st, PM_RS_FAILED);
+	assert_string_equal(pm_repl_st_name(PM_RS_FAILED), "failed");
+	assert_false(pm_repl_busy(&t));
+	for (int i = 1; i <= 2; i++) {
+		x = pm_repl_take(&t);
+		assert_non_null(x);
+		assert_string_equal(x->name, "model");
+		assert_int_equal(x->grank, i - 1);
+		assert_non_null(pm_repl_acked(&t, x->grank, "model", 1));
+	}
+	assert_null(pm_repl_take(&t));
+	/* A new buddy: still out, nothing of it would copy better there. */
+	pm_repl_all(&t, PM_RE_REBUDDY);
+	assert_int_equal(t.it[0].st, PM_RS_FAILED);
+	for (int i = 1; i <= 2; i++) {
+		x = pm_repl_take(&t);
+		assert_string_equal(x->name, "model");
+		assert_non_null(pm_repl_acked(&t, x->grank, "model", 1));
+	}
+	assert_null(pm_repl_take(&t));
+	/* Its next version is tried. */
+	assert_int_equal(pm_repl_saved(&t, 0, "huge", 2), 0);
+	x = pm_repl_take(&t);
+	assert_string_equal(x->name, "huge");
+	assert_int_equal(x->sending, 2);
+	/* A newer one saved while the failed one was in flight goes next. */
+	assert_int_equal(pm_repl_saved(&t, 0, "huge", 3), 0);
+	pm_repl_all(&t, PM_RE_FAILED);
+	assert_int_equal(t.it[0].st, PM_RS_DIRTY);
+	assert_int_equal(pm_repl_take(&t)->sending, 3);
+	pm_repl_track_free(&t);
+}
+
 static void test_lines(void **st)
 {
 	struct pm_repl_line l = { .kind = PM_RL_BLOB, .owner = 3, .grank = 7, .version = 12,
@@ -244,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_replace_holder_lost),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_track_scenario),
+		cmocka_unit_test(test_failed_copy_does_not_block),
 		cmocka_unit_test(test_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

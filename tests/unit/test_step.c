@@ -40,13 +40,15 @@ static bool npending_is(void *arg)
 
 /* ---- the door (gate.c) ---- */
 
-/* Strangers (not a node of the step) share PM_GATE_EXTRA places: the next
- * one is told busy and closed; past PM_GATE_LOG_BURST refusals they are
- * counted, not logged; the silent ones are closed at the hello deadline. */
+/* Strangers (not a node of the step) that say nothing hold at most
+ * PM_GATE_EXTRA places: a newcomer is taken and the oldest told busy and
+ * closed; past PM_GATE_LOG_BURST refusals they are counted, not logged;
+ * the silent ones are closed at the hello deadline. */
 static void test_gate_flood(void **state)
 {
 	struct tnode *root;
-	int fds[PM_GATE_EXTRA], i;
+	int fds[PM_GATE_EXTRA + PM_GATE_LOG_BURST + 2], i;
+	const int n = (int)(sizeof(fds) / sizeof(fds[0]));
 	(void)state;
 
 	root = node_up(0, 2, 2, 1, 0, 0, true);
@@ -55,25 +57,69 @@ static void test_gate_flood(void **state)
 		want = i + 1;
 		assert_true(pm_pump(&loop, npending_is, root, 5000));
 	}
-	for (i = 0; i < PM_GATE_LOG_BURST + 2; i++) {
+	for (i = PM_GATE_EXTRA; i < n; i++) {
 		struct peer p;
-		peer_open(&p, dial("127.0.0.9", "127.0.0.1"));
+		int old = i - PM_GATE_EXTRA;
+		fds[i] = dial("127.0.0.9", "127.0.0.1");
+		/* The oldest is told busy and closed; the newcomer is held. */
+		peer_open(&p, fds[old]);
 		assert_true(pm_pump(&loop, peer_closed, &p, 5000));
 		assert_int_equal(p.n, 1);
 		assert_int_equal(p.got[0].type, PM_MSG_REFUSED);
 		assert_non_null(strstr(p.got[0].text, "busy"));
+		assert_int_equal(root->s.npending, PM_GATE_EXTRA);
 	}
-	assert_int_equal(root->s.npending, PM_GATE_EXTRA);
 	assert_int_equal(root->s.refused_logged, PM_GATE_LOG_BURST);
 	assert_int_equal(root->s.refused_more, 2);
 	/* None says hello: each is closed at the deadline. */
 	want = 0;
 	assert_true(pm_pump(&loop, npending_is, root, 5 * PM_GATE_HELLO_MS));
-	for (i = 0; i < PM_GATE_EXTRA; i++) {
+	for (i = n - PM_GATE_EXTRA; i < n; i++) {
 		assert_true(pm_pump(&loop, fd_closed_p, &fds[i], 5000));
 		close(fds[i]);
 	}
 	assert_false(pm_gen_terminal(&root->s.gen));
+}
+
+/* Issue 32 item 6: with the silent room full of another user's flood, a
+ * connection whose first bytes are there when it is accepted (the procmgr
+ * command's request) is read early and held in a room of its own: none
+ * of the silent ones makes way for it, and it is not told busy. Before,
+ * one shared room: it was told busy while the flood lasted. */
+static void test_gate_request_through_silent_flood(void **state)
+{
+	struct tnode *root;
+	int fds[PM_GATE_EXTRA], i, req;
+	(void)state;
+
+	root = node_up(0, 2, 2, 1, 0, 0, true);
+	for (i = 0; i < PM_GATE_EXTRA; i++) {
+		fds[i] = dial("127.0.0.9", "127.0.0.1");
+		want = i + 1;
+		assert_true(pm_pump(&loop, npending_is, root, 5000));
+	}
+	/* A request's frame begun (not whole: it stays at the door). */
+	{
+		uint8_t frame[PM_WIRE_FRAME_MAX];
+		struct pm_msg m;
+		int n;
+		pm_msg_init(&m, PM_MSG_CLIENT);
+		pm_msg_set_text(&m, "a credential");
+		n = pm_msg_encode(&m, frame, sizeof(frame));
+		assert_true(n > 8);
+		req = dial("127.0.0.9", "127.0.0.1");
+		assert_int_equal(send(req, frame, 4, 0), 4);
+	}
+	want = PM_GATE_EXTRA + 1;
+	assert_true(pm_pump(&loop, npending_is, root, 5000));
+	assert_int_equal(root->s.refused_logged, 0);
+	for (i = 0; i < root->s.npending; i++)
+		assert_int_equal(root->s.pending[i].spoke, i == PM_GATE_EXTRA);
+	for (i = 0; i < PM_GATE_EXTRA; i++)
+		close(fds[i]);
+	close(req);
+	want = 0;
+	assert_true(pm_pump(&loop, npending_is, root, 5000));
 }
 
 /* A step node's address has room of its own; full, its oldest silent
@@ -453,6 +499,7 @@ static void test_linger_child_joins(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_gate_request_through_silent_flood, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_flood, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_make_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_pause, setup, teardown),
