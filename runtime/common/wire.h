@@ -62,7 +62,8 @@ enum pm_msg_type {
 	PM_MSG_TRIAL_START, /* down to node, then to its rank: gen: the attempt,
 			     * rank: the trial's rank, node: the node, status: the
 			     * slot (local rank), count: the trial's restarts, text:
-			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT, '\n', CMD */
+			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT SCOPE, '\n',
+			     * CMD (SCOPE: whose state it sees, common/statescope.h) */
 	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
 	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
 			     * slot, status: wait status, count: flags, text: error */
@@ -87,6 +88,11 @@ enum {
 	PM_FLAG_BLAME = 1u << 5,  /* ABORT: rank failed; the others, stopped, end 0 */
 	PM_FLAG_BEAT = 1u << 6,   /* RANK_RUN: the command's first heartbeat */
 	PM_FLAG_STOPPED = 1u << 7, /* TRIAL_EXIT: stopped by TRIAL_STOP, no failure */
+	/* TRIAL_STOP: not a stop but the end of a trial's run (gen: its state
+	 * scope, common/statescope.h): the state of slot status on node goes;
+	 * status -1: node holds lost node rank's replicas, which go. Never
+	 * passed to a supervisor. */
+	PM_FLAG_ENDED = 1u << 8,
 };
 
 /* START to a rank (spares): rank is the global rank it runs as, node its

@@ -507,7 +507,7 @@ static void test_sweep_trials(void **state)
 	rsup_exec(&s, &c, RSUP_SH("exit 9"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 1, 0, 0, 2,
-		  "t1 4 0 2 hostm 29500\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
+		  "t1 4 0 2 hostm 29500 7\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
 		  "master=$MASTER_ADDR:$MASTER_PORT rc=$PROCMGR_RESTART_COUNT; "
 		  "echo ef=$TORCHELASTIC_ERROR_FILE; echo trial-err >&2");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
@@ -528,9 +528,9 @@ static void test_sweep_trials(void **state)
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "malformed trial start from procmgrd");
 
-	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "t3 1 0 1 h 1\nsleep 1000");
+	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "t3 1 0 1 h 1 1\nsleep 1000");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
-	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "t4 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "t4 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.gen, 3);
 	assert_int_equal(WEXITSTATUS(m.status), 126);
@@ -550,7 +550,7 @@ static void test_trial_outside_sweep(void **state)
 
 	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
-	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "a trial outside a sweep step");
@@ -567,7 +567,7 @@ static void test_trial_dir_refused(void **state)
 
 	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
-	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "cannot make /dev/null/trials.out: Not a directory");
