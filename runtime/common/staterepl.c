@@ -135,6 +135,20 @@ bool pm_repl_busy(const struct pm_repl_track *t)
 	return false;
 }
 
+size_t pm_repl_forget(struct pm_repl_track *t, int32_t grank)
+{
+	size_t gone = 0;
+
+	for (size_t i = 0; i < t->n;)
+		if (t->it[i].grank == grank) {
+			t->it[i] = t->it[--t->n];
+			gone++;
+		} else {
+			i++;
+		}
+	return gone;
+}
+
 struct pm_repl_item *pm_repl_take(struct pm_repl_track *t)
 {
 	if (pm_repl_busy(t))
@@ -190,6 +204,9 @@ int pm_repl_line_format(const struct pm_repl_line *l, char *buf, size_t len)
 	case PM_RL_END:
 		n = snprintf(buf, len, "end %" PRIu32 " %" PRIu64 "\n", l->owner, l->count);
 		break;
+	case PM_RL_DROP:
+		n = snprintf(buf, len, "drop %" PRIu32 " %" PRId32 "\n", l->owner, l->grank);
+		break;
 	}
 	return n < 0 || (size_t)n >= len || n > PM_REPL_LINE_MAX ? -1 : n;
 }
@@ -221,6 +238,11 @@ int pm_repl_line_parse(const char *s, struct pm_repl_line *l, char *err, size_t 
 		got = sscanf(s, "end %" SCNu32 " %" SCNu64 "%n", &l->owner, &l->count, &end);
 		if (got != 2)
 			goto bad;
+	} else if (!strcmp(kind, "drop")) {
+		l->kind = PM_RL_DROP;
+		got = sscanf(s, "drop %" SCNu32 " %" SCNd32 "%n", &l->owner, &l->grank, &end);
+		if (got != 2 || l->grank < 0)
+			goto bad;
 	} else {
 		goto bad;
 	}
@@ -232,6 +254,6 @@ int pm_repl_line_parse(const char *s, struct pm_repl_line *l, char *err, size_t 
 	return 0;
 bad:
 	snprintf(err, errlen, "replication line '%.80s': expected 'blob OWNER GRANK NAME VERSION "
-		 "SIZE STEP AGE_MS', 'ack GRANK NAME VERSION' or 'end OWNER COUNT'", s);
+		 "SIZE STEP AGE_MS', 'ack GRANK NAME VERSION', 'end OWNER COUNT' or 'drop OWNER GRANK'", s);
 	return -1;
 }

@@ -86,14 +86,20 @@ struct pm_repl_item *pm_repl_acked(struct pm_repl_track *t, int32_t grank, const
  * the one in flight changes). */
 void pm_repl_all(struct pm_repl_track *t, enum pm_repl_ev ev);
 bool pm_repl_busy(const struct pm_repl_track *t);
+/* A rank's state went (pm_state_drop_rank): its items go too, a version in
+ * flight included (its late ack finds no item). How many went. */
+size_t pm_repl_forget(struct pm_repl_track *t, int32_t grank);
 
 /* The stream after the handshake, one line per record ('\n'-terminated,
  * at most PM_REPL_LINE_MAX bytes); a blob's line is followed by its bytes.
  *   blob OWNER GRANK NAME VERSION SIZE STEP AGE_MS   sender -> receiver
  *   ack GRANK NAME VERSION                           receiver -> sender
- *   end OWNER COUNT                                  a holder to a spare: all sent */
+ *   end OWNER COUNT                                  a holder to a spare: all sent
+ *   drop OWNER GRANK                                 sender -> receiver: OWNER's
+ *                                                    replicas of GRANK go (a
+ *                                                    sweep's trial run ended) */
 #define PM_REPL_LINE_MAX 200
-enum pm_rl_kind { PM_RL_BLOB, PM_RL_ACK, PM_RL_END };
+enum pm_rl_kind { PM_RL_BLOB, PM_RL_ACK, PM_RL_END, PM_RL_DROP };
 struct pm_repl_line {
 	enum pm_rl_kind kind;
 	uint32_t owner;

@@ -338,6 +338,29 @@ size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const c
 	return dropped;
 }
 
+size_t pm_state_drop_rank(struct pm_state_store *s, uint32_t owner, int32_t grank,
+			  void (*release)(int, void *), void *arg)
+{
+	bool own = owner == s->node;
+	size_t dropped = 0;
+
+	if (own)
+		pm_state_abort_rank(s, grank);
+	for (size_t i = 0; i < s->nb;) {
+		struct pm_state_blob *b = &s->b[i];
+		if (b->grank == grank && (own || (b->replica && b->owner_node == owner))) {
+			if (release && b->handle >= 0)
+				release(b->handle, arg);
+			s->held -= b->size;
+			*b = s->b[--s->nb];
+			dropped++;
+		} else {
+			i++;
+		}
+	}
+	return dropped;
+}
+
 long pm_state_buddy(uint32_t i, uint32_t n, const uint32_t *dom)
 {
 	/* Half the ring away: a bijection (every node is one node's buddy,

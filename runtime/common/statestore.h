@@ -114,6 +114,15 @@ void pm_state_drop_replicas(struct pm_state_store *s, uint32_t owner_node,
 size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const char *name,
 				uint32_t by_owner, void (*release)(int, void *), void *arg);
 
+/* A rank's state goes (a sweep's trial run ended on its slot, or another
+ * began there: common/statescope.h). owner == s->node: every blob of
+ * grank here, its own and any replica handed to this node for it, and its
+ * saves in flight (their commits find no ticket); another owner: only
+ * that node's replicas of grank (its buddy said so, or it was lost).
+ * Each handle to release(); the number of blobs dropped. */
+size_t pm_state_drop_rank(struct pm_state_store *s, uint32_t owner, int32_t grank,
+			  void (*release)(int, void *), void *arg);
+
 /* The buddy of node i among nodes 0..n-1 (n >= 2), given each node's
  * failure domain (a switch, a rack: dom[i]; NULL: all one domain): the
  * next node in ring order in another domain, else the next node. Every

@@ -62,7 +62,8 @@ enum pm_msg_type {
 	PM_MSG_TRIAL_START, /* down to node, then to its rank: gen: the attempt,
 			     * rank: the trial's rank, node: the node, status: the
 			     * slot (local rank), count: the trial's restarts, text:
-			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT, '\n', CMD */
+			     * NAME WORLD LOCAL_RANK LOCAL_WORLD MASTER PORT SCOPE, '\n',
+			     * CMD (SCOPE: whose state it sees, common/statescope.h) */
 	PM_MSG_TRIAL_STOP,  /* down: gen: the attempt, node, status: the slot */
 	PM_MSG_TRIAL_EXIT,  /* up to the root: gen: the attempt, node, rank: the
 			     * slot, status: wait status, count: flags, text: the
@@ -92,6 +93,11 @@ enum {
 	/* RANK_EXIT and TRIAL_EXIT of a trial: the text's first line is the
 	 * trial's result (sweep/sweep_metric.h, its codec) */
 	PM_FLAG_RESULT = 1u << 8,
+	/* TRIAL_STOP: not a stop but the end of a trial's run (gen: its state
+	 * scope, common/statescope.h): the state of slot status on node goes;
+	 * status -1: node holds lost node rank's replicas, which go. Never
+	 * passed to a supervisor. */
+	PM_FLAG_ENDED = 1u << 9,
 };
 
 /* START to a rank (spares): rank is the global rank it runs as, node its

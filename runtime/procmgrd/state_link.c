@@ -21,11 +21,13 @@
 #include <sys/resource.h>
 
 #include "admit.h"
+#include "common/statescope.h"
 #include "common/statestore.h"
 #include "io/memblob.h"
 #include "common/stateproto.h"
 #include "io/statesrv.h"
 #include "state_repl.h"
+#include "sweep_run.h"
 
 struct sconn {
 	struct pm_watch w;
@@ -39,6 +41,10 @@ struct sconn {
 	uint64_t seq; /* the order it was accepted in (among refused ones, the oldest makes way) */
 	int lrank; /* the local rank it counts against, -1: none (refused) */
 	bool waiting; /* a load held until a lost node's state came (spare) */
+	/* A sweep: the scope of the trial run of lrank's process
+	 * (statescope.h): once its slot has another, the connection is
+	 * refused. */
+	uint32_t scope;
 	struct sconn *prev, *next;
 };
 
@@ -134,6 +140,14 @@ static void on_conn(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	if (!(ev & EPOLLIN)) {
 		sconn_free(s, c);
 		return;
+	}
+	if (!c->refused[0] && c->peer.grank >= 0 && s->sweep_node &&
+	    !pm_scope_may_use(true, c->scope, s->sweep_node->scope[c->lrank])) {
+		snprintf(c->refused, sizeof(c->refused),
+			 "refused: this process's trial run on rank %d has ended; a trial's state "
+			 "is its run's own", c->peer.grank);
+		pm_log(s, "state socket: rank %d: %s", c->peer.grank,
+		       "a request from a trial run that ended, refused");
 	}
 	if (c->refused[0]) {
 		char buf[PM_SP_LINE_MAX + 1], out[sizeof(c->refused) + 8];
@@ -375,6 +389,7 @@ static void accept_one(struct pm_step *s, int fd)
 	c->peer.grank = s->gen.ranks[lrank].grank;
 	c->lrank = lrank;
 	s->state->per_rank[lrank]++;
+	c->scope = s->sweep_node ? s->sweep_node->scope[lrank] : 0;
 }
 
 static void on_accept(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
@@ -481,6 +496,36 @@ void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u)
 	u->loads = s->state->loads;
 	u->refused = s->state->refused;
 	u->conns = s->state->nconns + s->state->nrefused;
+}
+
+void pm_state_link_drop(struct pm_step *s, int lrank, int owner)
+{
+	struct pm_state_link *k = s->state;
+	uint64_t before;
+	size_t n;
+
+	if (!k)
+		return;
+	before = k->store.held;
+	if (lrank < 0) {
+		n = k->store.nb;
+		pm_state_drop_replicas(&k->store, (uint32_t)owner, release, NULL);
+		n -= k->store.nb;
+		if (n)
+			pm_log(s, "state: node %s lost: its %zu replicas here freed (%llu bytes)",
+			       owner < s->nnodes ? s->names[owner] : "?", n,
+			       (unsigned long long)(before - k->store.held));
+		return;
+	}
+	if (lrank >= s->ntasks_local || s->gen.ranks[lrank].grank < 0)
+		return;
+	n = pm_state_drop_rank(&k->store, (uint32_t)s->node, s->gen.ranks[lrank].grank, release,
+			       NULL);
+	/* Its buddy's replicas too, and nothing of it is sent any more. */
+	pm_state_repl_dropped(s, s->gen.ranks[lrank].grank);
+	if (n)
+		pm_log(s, "state: rank %d's trial run ended: its %zu blobs freed (%llu bytes)",
+		       s->gen.ranks[lrank].grank, n, (unsigned long long)(before - k->store.held));
 }
 
 /* Every blob goes with procmgrd: at the step's end, scancel or a lost

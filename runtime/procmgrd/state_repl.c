@@ -58,6 +58,7 @@ static void set_buddy(struct pm_state_repl *r)
 	if (r->buddy_link)
 		pm_repl_link_free(r->buddy_link, "another buddy");
 	pm_repl_all(&r->track, PM_RE_REBUDDY);
+	r->ndrops = 0; /* the new buddy holds nothing of ours to drop */
 	r->retry_at = 0;
 }
 
@@ -394,6 +395,47 @@ void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uin
 		pm_repl_pump(r->buddy_link);
 }
 
+void pm_state_repl_dropped(struct pm_step *s, int32_t grank)
+{
+	struct pm_state_repl *r = s->repl;
+	size_t i;
+
+	if (!r)
+		return;
+	pm_repl_forget(&r->track, grank);
+	if (r->buddy < 0)
+		return;
+	for (i = 0; i < r->ndrops; i++)
+		if (r->drops[i] == grank)
+			return;
+	if (r->ndrops == r->capdrops) {
+		size_t cap = r->capdrops ? 2 * r->capdrops : 8;
+		int32_t *d = realloc(r->drops, cap * sizeof(*d));
+		if (!d) {
+			pm_log(s, "state replication: out of memory: rank %d's replicas stay at node %s",
+			       grank, s->names[r->buddy]);
+			return;
+		}
+		r->drops = d;
+		r->capdrops = cap;
+	}
+	r->drops[r->ndrops++] = grank;
+	if (!r->buddy_link && pm_now_ms() >= r->retry_at)
+		r->buddy_link = connect_to(r, (int)r->buddy, false);
+	if (r->buddy_link)
+		pm_repl_pump(r->buddy_link);
+}
+
+long pm_state_repl_buddy_of(struct pm_step *s, int node)
+{
+	struct pm_state_repl *r = s->repl;
+
+	if (node < 0 || node >= s->nnodes)
+		return -1;
+	return pm_repl_buddy((uint32_t)node, (uint32_t)s->nnodes, r ? r->lost : NULL,
+			     r ? r->dom : NULL);
+}
+
 static void on_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 {
 	struct pm_state_repl *r = w->arg;
@@ -401,7 +443,8 @@ static void on_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	(void)ev;
 	pm_timer_ack(w->fd);
 	pm_state_repl_sync(r->s);
-	if (r->buddy >= 0 && !r->buddy_link && r->track.n && pm_now_ms() >= r->retry_at)
+	if (r->buddy >= 0 && !r->buddy_link && (r->track.n || r->ndrops) &&
+	    pm_now_ms() >= r->retry_at)
 		r->buddy_link = connect_to(r, (int)r->buddy, false);
 	if (r->buddy_link)
 		pm_repl_pump(r->buddy_link);
@@ -544,6 +587,7 @@ void pm_state_repl_free(struct pm_state_repl *r)
 	pm_loop_del(r->s->loop, &r->tick);
 	close(r->tick.fd);
 	pm_repl_track_free(&r->track);
+	free(r->drops);
 	free(r->lost);
 	free(r->ended);
 	free(r->dom);

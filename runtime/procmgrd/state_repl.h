@@ -31,6 +31,11 @@ void pm_state_repl_free(struct pm_state_repl *r);
 void pm_state_repl_set_rate(struct pm_state_repl *r, uint64_t rate);
 /* A rank committed a version: it goes to the buddy in the background. */
 void pm_state_repl_saved(struct pm_step *s, int32_t grank, const char *name, uint64_t version);
+/* A rank's state went here (pm_state_drop_rank, a sweep's trial run
+ * ended): not sent any more, and the buddy drops its replicas. */
+void pm_state_repl_dropped(struct pm_step *s, int32_t grank);
+/* The buddy node holds node's replicas: which one (-1: none). */
+long pm_state_repl_buddy_of(struct pm_step *s, int node);
 /* Whether the file of handle is being sent to a node now (a swapped-in
  * version is not handed back to its rank meanwhile). */
 bool pm_state_repl_reading(struct pm_step *s, int handle);

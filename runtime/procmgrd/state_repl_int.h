@@ -79,6 +79,11 @@ struct pm_state_repl {
 	/* pm_state_repl_sync, for the stream (under state_repl.c) at a
 	 * holder's end. */
 	void (*sync)(struct pm_step *s);
+	/* Ranks whose replicas the buddy is to drop ("drop" lines), said on
+	 * the buddy's link between two blobs: after any version of theirs
+	 * already on its way, before any saved since. */
+	int32_t *drops;
+	size_t ndrops, capdrops;
 };
 
 /* state_repl_stream.c, under state_repl.c: a link's end, its failures

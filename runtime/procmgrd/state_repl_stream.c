@@ -266,6 +266,13 @@ static int parse_in(struct rlink *k, char *err, size_t len)
 			k->rl = l;
 			if (rx_begin(k, err, len))
 				return -1;
+		} else if (l.kind == PM_RL_DROP && !k->out && !k->push) {
+			/* A node drops only its own ranks' replicas. */
+			if (l.owner != (uint32_t)k->peer) {
+				snprintf(err, len, "a drop for node %u", l.owner);
+				return -1;
+			}
+			(void)pm_state_drop_rank(k->r->st, l.owner, l.grank, close_handle, NULL);
 		} else if (l.kind == PM_RL_END && !k->out) {
 			struct pm_state_repl *r = k->r;
 			if (l.owner < (uint32_t)k->s->nnodes)
@@ -464,6 +471,35 @@ static void blob_failed(struct rlink *k, const char *why)
 	pm_repl_all(&k->r->track, PM_RE_FAILED);
 }
 
+/* The buddy's link, between two blobs: the "drop" lines waiting. 0: all
+ * said, 1: the socket is full (EPOLLOUT), -1: failed (errno). */
+static int send_drops(struct rlink *k)
+{
+	struct pm_state_repl *r = k->r;
+	char line[PM_REPL_LINE_MAX + 1];
+
+	if (k->push || k != r->buddy_link)
+		return 0;
+	while (r->ndrops) {
+		struct pm_repl_line l = { .kind = PM_RL_DROP, .owner = (uint32_t)k->s->node,
+					  .grank = r->drops[0] };
+		int n = pm_repl_line_format(&l, line, sizeof(line));
+		ssize_t w;
+		if (n < 0)
+			return errno = EINVAL, -1;
+		/* A line goes whole or not at all (the stream's lines and a
+		 * blob's bytes must not interleave). */
+		w = send(k->w.fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 1;
+		if (w != n)
+			return w < 0 ? -1 : (errno = EPIPE, -1);
+		memmove(r->drops, r->drops + 1, (r->ndrops - 1) * sizeof(*r->drops));
+		r->ndrops--;
+	}
+	return 0;
+}
+
 /* Send what the socket and the bandwidth allow; EPOLLOUT while there is
  * more. */
 void pm_repl_pump(struct rlink *k)
@@ -477,6 +513,15 @@ void pm_repl_pump(struct rlink *k)
 	for (;;) {
 		if (sent >= PM_REPL_SLICE)
 			goto wait; /* the rest at the next EPOLLOUT */
+		if (k->tx_fd < 0) {
+			int d = send_drops(k);
+			if (d > 0)
+				goto wait;
+			if (d < 0) {
+				snprintf(err, sizeof(err), "%s", strerror(errno));
+				goto fail;
+			}
+		}
 		if (k->tx_fd < 0 && !next_blob(k)) {
 			pm_loop_mod(k->s->loop, &k->w, EPOLLIN);
 			return;

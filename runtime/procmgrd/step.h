@@ -75,6 +75,10 @@ struct pm_step_hooks {
 	int (*parent_up)(struct pm_step *s, int fd);
 	/* state_repl.c: loads that waited for a lost node's state go on. */
 	void (*state_resume)(struct pm_step *s);
+	/* sweep_node.c: a trial's run on local rank lrank ended, or another
+	 * began there: that rank's state goes (state_link.c); lrank -1: the
+	 * replicas of lost node owner go. */
+	void (*state_drop)(struct pm_step *s, int lrank, int owner);
 };
 /* A hook of s, NULL when there is none. */
 #define PM_HOOK(s, h) ((s)->hooks ? (s)->hooks->h : NULL)
@@ -307,6 +311,8 @@ int pm_state_link_init(struct pm_step *s, const char *path, unsigned max_rank_mi
 void pm_state_link_set_rate(struct pm_step *s, uint64_t bytes_per_s);
 void pm_state_link_usage(const struct pm_step *s, struct pm_state_usage *u);
 void pm_state_link_free(struct pm_step *s);
+/* The step_hooks' state_drop (sweep_node.c asks). */
+void pm_state_link_drop(struct pm_step *s, int lrank, int owner);
 /* transport.c: a save or a restore as the root's event (sent up from
  * other nodes as PM_MSG_EVENT); an EVENT from a child, relayed. */
 void pm_step_state_event(struct pm_step *s, const char *name, int grank,

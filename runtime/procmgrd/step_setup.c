@@ -35,6 +35,7 @@ const struct pm_step_hooks pm_step_hooks = {
 	.trial_exit = pm_sweep_trial_exit,
 	.parent_up = pm_step_parent_up,
 	.state_resume = pm_state_link_resume,
+	.state_drop = pm_state_link_drop,
 };
 
 /* Every link hears from us each period, and must have said something

@@ -12,6 +12,25 @@
 
 #include "common/text.h"
 #include "io/sys.h"
+#include "state_repl.h"
+
+/* The lost node's state, replicated at its buddy: no trial's run will see
+ * it again (its trials start over), so it goes. */
+static void lost_replicas(struct pm_step *s, int node)
+{
+	long b = pm_state_repl_buddy_of(s, node);
+	struct pm_msg m;
+
+	if (b < 0 || b >= s->nnodes || s->sweep->gone[b])
+		return;
+	pm_msg_init(&m, PM_MSG_TRIAL_STOP);
+	m.gen = 0;
+	m.node = (int32_t)b;
+	m.rank = node;
+	m.status = -1;
+	m.count = PM_FLAG_ENDED;
+	pm_sweep_node_route(s, &m);
+}
 
 /* gen's op: node is out of the step (gen_sweep.c). */
 int pm_sweep_node_lost(void *ctx, int node, const char *why)
@@ -48,6 +67,9 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 		int i = aff[k];
 
 		pm_sweep_stop_ranks(s, i, node);
+		/* Requeued, it starts over: what its run saved goes (its ranks
+		 * still stopping cannot save any more: statescope.h). */
+		pm_sweep_free_state(s, i, node);
 		r->live[i] = 0;
 		r->failing[i] = r->restart_req[i] = false;
 		free(r->fail_err[i]);
@@ -62,6 +84,7 @@ int pm_sweep_node_lost(void *ctx, int node, const char *why)
 			off += (size_t)snprintf(names + off, sizeof(names) - off, ", ...");
 	}
 	free(aff);
+	lost_replicas(s, node);
 	pm_log(s, "sweep: lost node %s (%s): %d trial%s requeued", s->names[node], why, n,
 	       n == 1 ? "" : "s");
 	if (spare >= 0)
@@ -152,8 +175,10 @@ int pm_sweep_request(struct pm_step *s, bool restart, const char *name, const ch
 		pm_sweep_journal_end(s, i);
 		/* A trial that holds no slots (queued, requeued) has no ranks
 		 * to stop: its slot_of_rank says nothing of slots. */
-		if (ran)
+		if (ran) {
 			pm_sweep_stop_ranks(s, i, -1);
+			pm_sweep_free_state(s, i, -1);
+		}
 		r->live[i] = 0;
 		r->failing[i] = r->restart_req[i] = false;
 		free(r->fail_err[i]);

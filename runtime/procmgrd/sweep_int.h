@@ -8,14 +8,15 @@
 #include <stdint.h>
 
 #include "io/loop.h"
+#include "common/statescope.h"
 #include "sweep/sweep_file.h"
 #include "sweep/sweep_queue.h"
 
 struct pm_step;
 
 /* TRIAL_START's text besides the command: the name, four numbers, the
- * master's host name (at most 255) and the separators. */
-#define TRIAL_HEAD_MAX (PM_SWEEP_NAME_MAX + 4 * 12 + 256 + 8)
+ * master's host name (at most 255), the state scope and the separators. */
+#define TRIAL_HEAD_MAX (PM_SWEEP_NAME_MAX + 5 * 12 + 256 + 8)
 #define START_BATCH 256
 
 struct pm_sweep_run {
@@ -24,6 +25,7 @@ struct pm_sweep_run {
 	int L;                      /* slots per node */
 	uint32_t next_attempt;
 	uint32_t *attempt;          /* by trial: its current attempt */
+	struct pm_scope_run *scope; /* by trial: its run's state scope */
 	int *live;                  /* by trial: ranks of the attempt not ended */
 	bool *failing;              /* by trial: a rank of the attempt failed */
 	bool *restart_req;          /* by trial: the user asked for its restart */
@@ -55,6 +57,10 @@ void pm_sweep_schedule(struct pm_step *s);
 void pm_sweep_finish(struct pm_step *s, int code_if_ok, const char *why);
 /* TRIAL_STOP to trial i's ranks still running (skip_node's excepted). */
 void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node);
+/* Trial i's run ended (done, failed, stopped, requeued): its state goes
+ * on the nodes of its slots (skip_node's excepted: lost) and at their
+ * buddies (TRIAL_STOP with PM_FLAG_ENDED). */
+void pm_sweep_free_state(struct pm_step *s, int i, int skip_node);
 /* A held slot's rank ended (held by sweep_ctl.c at a node's loss): 1 if
  * slot was held for that attempt (now free), else 0. sweep_run.c's, like
  * the stop above: sweep_ctl.c is the floor above sweep_run.c. */

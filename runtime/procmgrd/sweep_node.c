@@ -6,11 +6,53 @@
 #include "step.h"
 #include "sweep_run.h"
 
+#include "common/statescope.h"
 #include "common/tree.h"
 
 static bool is_sweep(const struct pm_step *s)
 {
 	return s->opts.sweep[0] != '\0';
+}
+
+static void drop_state(struct pm_step *s, int lrank, int owner)
+{
+	if (PM_HOOK(s, state_drop))
+		PM_HOOK(s, state_drop)(s, lrank, owner); /* state_link.c */
+}
+
+/* Whose state local rank lrank's next command sees (statescope.h): the
+ * slot's scope is the start's, its state kept for a restart of the same
+ * run, dropped for any other. Before the supervisor hears of the start,
+ * so that its command's first connection is judged by the new scope. */
+static void scope_start(struct pm_step *s, int lrank, const struct pm_msg *m)
+{
+	struct pm_sweep_node *sn = s->sweep_node;
+	uint32_t scope;
+	char err[128];
+
+	if (pm_scope_from_trial_text(m->text, &scope, err, sizeof(err)))
+		pm_log(s, "sweep: local rank %d: %s: its state socket is refused", lrank, err);
+	if (pm_scope_on_start(sn->scope[lrank], scope) == PM_SCOPE_DROP)
+		drop_state(s, lrank, -1);
+	sn->scope[lrank] = scope;
+}
+
+/* The root's word that a trial's run ended (TRIAL_STOP with
+ * PM_FLAG_ENDED): its state here goes, or a lost node's replicas. */
+static void scope_ended(struct pm_step *s, const struct pm_msg *m)
+{
+	struct pm_sweep_node *sn = s->sweep_node;
+	int lrank = m->status;
+
+	if (lrank == -1) {
+		if (m->rank >= 0 && m->rank < s->nnodes && m->rank != s->node)
+			drop_state(s, -1, m->rank);
+		return;
+	}
+	if (lrank < 0 || lrank >= s->ntasks_local || !pm_scope_on_end(sn->scope[lrank], m->gen))
+		return;
+	drop_state(s, lrank, -1);
+	sn->scope[lrank] = 0;
 }
 
 /* The end of an attempt that never ran on local rank lrank (gen 0: none
@@ -47,6 +89,11 @@ static void reclaim(struct pm_step *s, const struct pm_msg *m)
 	sn->base = m->gen;
 	pm_step_ops.send_down(s, m);
 	for (lr = 0; lr < s->ntasks_local; lr++) {
+		/* The new root starts every trial not recorded ended anew: no
+		 * run of the old root's goes on. */
+		if (sn->scope[lr])
+			drop_state(s, lr, -1);
+		sn->scope[lr] = 0;
 		sn->has_pending[lr] = false;
 		if (sn->cur[lr] && sn->cur[lr] < m->gen && s->ranks[lr]) {
 			pm_msg_init(&out, PM_MSG_TRIAL_STOP);
@@ -84,10 +131,18 @@ void pm_sweep_node_route(struct pm_step *s, const struct pm_msg *m)
 	}
 	if (n == s->node) {
 		int lrank = m->status;
-		if (lrank < 0 || lrank >= s->ntasks_local || !s->sweep_node)
+		if (!s->sweep_node)
 			return;
-		if (m->type == PM_MSG_TRIAL_START)
+		if (m->type == PM_MSG_TRIAL_STOP && (m->count & PM_FLAG_ENDED)) {
+			scope_ended(s, m);
+			return;
+		}
+		if (lrank < 0 || lrank >= s->ntasks_local)
+			return;
+		if (m->type == PM_MSG_TRIAL_START) {
 			s->sweep_node->cur[lrank] = m->gen;
+			scope_start(s, lrank, m);
+		}
 		if (s->ranks[lrank]) {
 			pm_step_send(s, s->ranks[lrank], m);
 		} else if (m->type == PM_MSG_TRIAL_START) {

@@ -73,7 +73,9 @@ int pm_sweep_run_init(struct pm_step *s, char *err, size_t errlen)
 	s->sweep_node->pending = calloc((size_t)s->ntasks_local + 1, sizeof(struct pm_msg));
 	s->sweep_node->has_pending = calloc((size_t)s->ntasks_local + 1, sizeof(bool));
 	s->sweep_node->cur = calloc((size_t)s->ntasks_local + 1, sizeof(uint32_t));
-	if (!s->sweep_node->pending || !s->sweep_node->has_pending || !s->sweep_node->cur)
+	s->sweep_node->scope = calloc((size_t)s->ntasks_local + 1, sizeof(uint32_t));
+	if (!s->sweep_node->pending || !s->sweep_node->has_pending || !s->sweep_node->cur ||
+	    !s->sweep_node->scope)
 		goto oom;
 	if (s->node != 0)
 		return 0;
@@ -128,6 +130,7 @@ int pm_sweep_root_init(struct pm_step *s, char *err, size_t errlen)
 	cfg.port_count = s->ntasks;
 	ranks = malloc((size_t)r->file.n * sizeof(int));
 	r->attempt = calloc((size_t)r->file.n, sizeof(uint32_t));
+	r->scope = calloc((size_t)r->file.n, sizeof(*r->scope));
 	r->live = calloc((size_t)r->file.n, sizeof(int));
 	r->failing = calloc((size_t)r->file.n, sizeof(bool));
 	r->restart_req = calloc((size_t)r->file.n, sizeof(bool));
@@ -135,7 +138,7 @@ int pm_sweep_root_init(struct pm_step *s, char *err, size_t errlen)
 	r->fail_err = calloc((size_t)r->file.n, sizeof(char *));
 	r->slot_live = calloc((size_t)s->ntasks, 1);
 	r->slot_attempt = calloc((size_t)s->ntasks, sizeof(uint32_t));
-	if (!ranks || !r->attempt || !r->live || !r->failing || !r->restart_req || !r->fail_code ||
+	if (!ranks || !r->attempt || !r->scope || !r->live || !r->failing || !r->restart_req || !r->fail_code ||
 	    !r->fail_err ||
 	    !r->slot_live || !r->slot_attempt) {
 		free(ranks);
@@ -163,6 +166,7 @@ void pm_sweep_run_free(struct pm_step *s)
 		free(s->sweep_node->pending);
 		free(s->sweep_node->has_pending);
 		free(s->sweep_node->cur);
+		free(s->sweep_node->scope);
 		free(s->sweep_node);
 		s->sweep_node = NULL;
 	}
@@ -179,6 +183,7 @@ void pm_sweep_run_free(struct pm_step *s)
 		free(r->fail_err[i]);
 	free(r->fail_err);
 	free(r->attempt);
+	free(r->scope);
 	free(r->live);
 	free(r->failing);
 	free(r->restart_req);
@@ -197,10 +202,14 @@ static void start_trial(struct pm_step *s, int i)
 	const struct pm_trial *ft = &r->file.trials[i];
 	int k, master = t->slot_of_rank[0] / r->L;
 	struct pm_msg m;
+	uint32_t scope;
 
 	r->attempt[i] = r->next_attempt++;
 	/* A result is its attempt's: the last one's goes. */
 	(void)pm_sq_set_result(&r->q, i, NULL);
+	/* A restart in place sees its run's saves; a first start or a
+	 * requeue begins a run that sees nothing. */
+	scope = pm_scope_of_start(&r->scope[i], t->requeues, r->attempt[i]);
 	r->live[i] = t->ranks;
 	r->failing[i] = false;
 	for (k = 0; k < t->ranks; k++) {
@@ -221,8 +230,8 @@ static void start_trial(struct pm_step *s, int i)
 		m.node = node;
 		m.status = slot % r->L;
 		m.count = (uint32_t)t->restarts;
-		snprintf(m.text, sizeof(m.text), "%s %d %d %d %s %d\n%s", ft->name, t->ranks, lr, lw,
-			 s->names[master], t->port, ft->cmd);
+		snprintf(m.text, sizeof(m.text), "%s %d %d %d %s %d %u\n%s", ft->name, t->ranks, lr,
+			 lw, s->names[master], t->port, scope, ft->cmd);
 		m.text_len = (uint16_t)strlen(m.text);
 		pm_sweep_node_route(s, &m);
 	}
@@ -340,8 +349,10 @@ static void trial_ended(struct pm_step *s, int i)
 		st = pm_sq_ended(&r->q, i, r->failing[i], r->failing[i] ? r->fail_code[i] : 0,
 				 r->fail_err[i], now(), &delay);
 	r->restart_req[i] = false;
-	if (st == PM_TS_DONE || st == PM_TS_FAILED)
+	if (st == PM_TS_DONE || st == PM_TS_FAILED) {
 		pm_sweep_journal_end(s, i);
+		pm_sweep_free_state(s, i, -1);
+	}
 	pm_json_escape(r->fail_err[i] ? r->fail_err[i] : "", esc, sizeof(esc));
 	pm_sweep_ev(s, "trial_end", "\"trial\":\"%s\",\"attempt\":%u,\"state\":\"%s\",\"exit_code\":%d,"
 	   "\"restarts\":%d,\"delay_ms\":%u,\"error\":\"%s\"", r->file.trials[i].name,
@@ -380,6 +391,30 @@ void pm_sweep_stop_ranks(struct pm_step *s, int i, int skip_node)
 		stop.node = sl / r->L;
 		stop.status = sl % r->L;
 		pm_sweep_node_route(s, &stop);
+	}
+}
+
+void pm_sweep_free_state(struct pm_step *s, int i, int skip_node)
+{
+	struct pm_sweep_run *r = s->sweep;
+	const struct pm_sq_trial *t = &r->q.t[i];
+	int k;
+
+	if (!r->scope[i].scope)
+		return; /* never started */
+	/* Its slots as last granted: released slots keep slot_of_rank. */
+	for (k = 0; k < t->ranks; k++) {
+		int sl = t->slot_of_rank[k];
+		struct pm_msg m;
+
+		if (sl / r->L == skip_node)
+			continue;
+		pm_msg_init(&m, PM_MSG_TRIAL_STOP);
+		m.gen = r->scope[i].scope;
+		m.node = sl / r->L;
+		m.status = sl % r->L;
+		m.count = PM_FLAG_ENDED;
+		pm_sweep_node_route(s, &m);
 	}
 }
 

@@ -69,6 +69,9 @@ struct pm_sweep_node {
 	 * attempt base once its reclaim reached this node (0: none). */
 	uint32_t *cur;
 	uint32_t base;
+	/* By local rank: the state scope of the trial run on it (0: none),
+	 * common/statescope.h; state_link.c judges connections by it. */
+	uint32_t *scope;
 };
 /* sweep_node.c: a node adopted as our child after a root took over gets
  * the reclaim too (it may have missed it). */

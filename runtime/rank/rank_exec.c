@@ -178,7 +178,8 @@ int pm_rank_trial_set(struct pm_rank_trial *t, int rank, int restarts, const cha
 	int n = 0, dfd;
 
 	pm_rank_trial_clear(t);
-	if (!nl || sscanf(text, "%64s %d %d %d %255s %d%n", t->name, &t->world, &t->local_rank,
+	/* The last field, the state scope, is procmgrd's (statescope.h). */
+	if (!nl || sscanf(text, "%64s %d %d %d %255s %d %*u%n", t->name, &t->world, &t->local_rank,
 			  &t->local_world, t->master, &t->port, &n) != 6 || text + n != nl) {
 		snprintf(err, errlen, "malformed trial start from procmgrd");
 		return -1;

@@ -488,3 +488,90 @@ assert t["hold"]["metric"] is None and t["hold"]["value"] is None, t["hold"]' "$
 	cat out
 	[ "$rc" -eq 0 ]
 }
+
+# Issue 32: a trial's state (procmgr.save) is its run's own. trial_state.py
+# says in $W/seen what each run found ("TRIAL RANK RESTART FOUND").
+TS=$top/tests/integration/trial_state.py
+ts() { echo "/usr/bin/python3 $TS $1 $W"; }
+seen_of() { awk -v t="$1" -v r="$2" '$1 == t && $3 == r { print $2, $4 }' "$W/seen" | sort; }
+state_bytes() { # job: the step's state held on its nodes, from procmgr status
+	"$PROCMGR" status "$1.0" --json |
+		/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["summary"].get("state_bytes", "-"))'
+}
+
+@test "state: a new trial sees nothing an earlier trial saved on its slots; a restart sees its own (1 and 4 ranks)" {
+	# One slot: a, b and c one after the other, c failing once.
+	{ echo "[a] $(ts once)"; echo "[b] $(ts once)"; echo "[c] $(ts failonce)"; } >one.txt
+	run srun -N1 -n1 --procmgr-sweep=one.txt --procmgr-restart=on-failure:1 true
+	echo "$output"
+	cat seen
+	[ "$status" -eq 0 ]
+	[ "$(seen_of a 0)" = "0 none" ]
+	[ "$(seen_of b 0)" = "0 none" ]
+	[ "$(seen_of c 0)" = "0 none" ]
+	[ "$(seen_of c 1)" = "0 c:0:0" ]
+	# Four ranks on two nodes: w2 on the slots w1 saved on, each rank's
+	# restart finding its own rank's save.
+	mv seen seen.one
+	{ echo "[w1 ranks=4] $(ts once)"; echo "[w2 ranks=4] $(ts failonce)"; } >four.txt
+	run srun -N2 -n4 -O --procmgr-sweep=four.txt --procmgr-restart=on-failure:1 true
+	echo "$output"
+	cat seen
+	[ "$status" -eq 0 ]
+	[ "$(seen_of w1 0)" = "$(printf '%s none\n' 0 1 2 3)" ]
+	[ "$(seen_of w2 0)" = "$(printf '%s none\n' 0 1 2 3)" ]
+	[ "$(seen_of w2 1)" = "$(printf '%s w2:%s:0\n' 0 0 1 1 2 2 3 3)" ]
+	grep -q "procmgr: sweep of 2 trials: 2 done, 0 failed" <<<"$output"
+}
+
+@test "state: a trial's state and its replicas at the buddy node are freed when the trial ends" {
+	# big saves 1 MiB per rank and ends once the buddy holds it; h then
+	# runs on one of its slots and saves nothing.
+	{ echo "[big ranks=2] $(ts safe)"; echo "[h] $(ts hold)"; } >trials.txt
+	srun -N2 -n2 --procmgr-sweep=trials.txt true >out 2>&1 &
+	local pid=$!
+	wait_until 60 test -s up || { cat out; false; }
+	job=$(squeue -h -o %i | head -n 1)
+	cat seen
+	[ "$(seen_of big 0)" = "$(printf '%s none\n' 0 1)" ]
+	[ "$(seen_of h 0 | cut -d' ' -f2)" = none ]
+	# Nothing held on either node: big's copies and, once the drop
+	# reached the buddy on the replication stream, the replicas.
+	zero() { [ "$(state_bytes "$job")" = 0 ]; }
+	wait_until 20 zero || { echo "state_bytes: $(state_bytes "$job")"; false; }
+	touch go
+	wait "$pid"
+	cat out
+	grep -q "procmgr: sweep of 2 trials: 2 done, 0 failed" out
+}
+
+@test "state: a lost node's trial requeued starts from nothing; what it and the slots' earlier trials saved is freed, replicas too" {
+	# wide (8 ranks, two nodes) saves 1 MiB per rank on its first run and
+	# holds; s1..s8 save on the other 8 slots and end.
+	{ echo "[wide ranks=8] $(ts holdsave)"; for i in $(seq 1 8); do echo "[s$i] $(ts once)"; done; } >trials.txt
+	srun --no-kill -N4 -n16 -O --procmgr-sweep=trials.txt true >out 2>&1 &
+	local pid=$!
+	wait_until 60 bash -c "[ \$(wc -l <$W/up 2>/dev/null || echo 0) -ge 8 ] && [ \$(grep -c '^s' $W/seen) -ge 8 ]" || { cat out; false; }
+	job=$(squeue -h -o %i | head -n 1)
+	victim=$(awk '$1 == "wide" { print $3 }' up | sort -u | grep -vx "${P}1" | head -n 1)
+	[ -n "$victim" ]
+	crash "${victim#"$P"}"
+	# wide's second run: 8 ranks up again on the 12 slots left, every
+	# one of which held a save of wide's first run or of an s trial.
+	wait_until 120 bash -c "[ \$(wc -l <$W/up) -ge 16 ]" || { cat out; false; }
+	cat seen
+	[ "$(awk '$1 == "wide"' seen | wc -l)" -eq 16 ]
+	[ "$(awk '$1 == "wide"' seen | tail -n 8 | awk '$4 != "none"' | wc -l)" -eq 0 ]
+	[ "$(awk '$1 == "wide"' up | tail -n 8 | grep -c " $victim$")" -eq 0 ]
+	# Nothing is held any more: the s trials' and wide's first run's
+	# copies on the nodes left, their replicas at the buddies, and the
+	# lost node's replicas at its buddy.
+	zero() { [ "$(state_bytes "$job")" = 0 ]; }
+	wait_until 30 zero || { echo "state_bytes: $(state_bytes "$job")"; false; }
+	touch go
+	wait_until 120 grep -q "procmgr: sweep of 9 trials" out || { cat out; false; }
+	cat out
+	grep -q "procmgr: sweep of 9 trials: 9 done, 0 failed" out
+	scancel "$job"
+	wait "$pid" || true
+}

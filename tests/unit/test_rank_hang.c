@@ -513,7 +513,7 @@ static void test_sweep_trials(void **state)
 	rsup_exec(&s, &c, RSUP_SH("exit 9"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 0, 1, 0, 0, 2,
-		  "t1 4 0 2 hostm 29500\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
+		  "t1 4 0 2 hostm 29500 7\necho trial=$PROCMGR_TRIAL rank=$RANK world=$WORLD_SIZE "
 		  "master=$MASTER_ADDR:$MASTER_PORT rc=$PROCMGR_RESTART_COUNT; "
 		  "echo ef=$TORCHELASTIC_ERROR_FILE; echo trial-err >&2");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
@@ -534,9 +534,9 @@ static void test_sweep_trials(void **state)
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "malformed trial start from procmgrd");
 
-	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "t3 1 0 1 h 1\nsleep 1000");
+	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "t3 1 0 1 h 1 1\nsleep 1000");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
-	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "t4 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "t4 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.gen, 3);
 	assert_int_equal(WEXITSTATUS(m.status), 126);
@@ -567,7 +567,7 @@ static void test_trial_result(void **state)
 	rsup_exec(&s, &c, RSUP_SH("exit 9"));
 	rsup_hello(&s, 0);
 	rsup_send(&s, PM_MSG_TRIAL_START, 1, 0, 0, 0, 0,
-		  "a 1 0 1 h 1\necho loss=3 >$PROCMGR_RESULT_FILE; echo loss=0.25 >>$PROCMGR_RESULT_FILE");
+		  "a 1 0 1 h 1 1\necho loss=3 >$PROCMGR_RESULT_FILE; echo loss=0.25 >>$PROCMGR_RESULT_FILE");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(m.status, 0);
@@ -575,13 +575,13 @@ static void test_trial_result(void **state)
 	assert_string_equal(res.name, "loss");
 	assert_string_equal(res.value, "0.25");
 	/* The next attempt of a: the file it left is no longer its result. */
-	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "a 1 0 1 h 1\necho epoch 7; exit 4");
+	rsup_send(&s, PM_MSG_TRIAL_START, 2, 0, 0, 0, 0, "a 1 0 1 h 1 2\necho epoch 7; exit 4");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 4);
 	assert_int_equal(pm_metric_decode(&m, &res, &err), 0);
 	assert_string_equal(err, "no error output; stdout's last line: \"epoch 7\"");
-	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "b 1 0 1 h 1\necho loss 0.3 >$PROCMGR_RESULT_FILE");
+	rsup_send(&s, PM_MSG_TRIAL_START, 3, 0, 0, 0, 0, "b 1 0 1 h 1 3\necho loss 0.3 >$PROCMGR_RESULT_FILE");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(pm_metric_decode(&m, &res, &err), 0);
@@ -591,7 +591,7 @@ static void test_trial_result(void **state)
 	assert_non_null(strstr(text, "/trials.out/b.0.result: 'loss 0.3' is not NAME=VALUE"));
 	/* A plain line whose first word is a builtin runs in sh, as the user
 	 * guide says (it was "cannot run exit", code 127). */
-	rsup_send(&s, PM_MSG_TRIAL_START, 4, 0, 0, 0, 0, "c 1 0 1 h 1\nexit 5");
+	rsup_send(&s, PM_MSG_TRIAL_START, 4, 0, 0, 0, 0, "c 1 0 1 h 1 4\nexit 5");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_RUN, &m));
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 5);
@@ -607,7 +607,7 @@ static void test_trial_outside_sweep(void **state)
 
 	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
-	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "a trial outside a sweep step");
@@ -624,7 +624,7 @@ static void test_trial_dir_refused(void **state)
 
 	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
-	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1 1\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_string_equal(m.text, "cannot open /dev/null/trials.out: Not a directory (it must "
@@ -653,7 +653,7 @@ static void test_trial_dir_theirs(void **state)
 	c.opts = opts;
 	rsup_exec(&s, &c, RSUP_SH("exit 0"));
 	rsup_hello(&s, 0);
-	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1\nexit 0");
+	rsup_send(&s, PM_MSG_TRIAL_START, 0, 0, 0, 0, 0, "t1 1 0 1 h 1 0\nexit 0");
 	assert_true(rsup_expect(&s, PM_MSG_RANK_EXIT, &m));
 	assert_int_equal(WEXITSTATUS(m.status), 126);
 	assert_non_null(strstr(m.text, "/trials.out belongs to uid 65534, not to you"));

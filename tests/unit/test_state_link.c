@@ -21,6 +21,7 @@
 #include "io/statesrv.h"
 #include "procmgrd/admit.h"
 #include "procmgrd/step.h"
+#include "procmgrd/sweep_run.h"
 #include "pump.h"
 #include "stateclient.h"
 #include "stepnet.h"
@@ -315,6 +316,114 @@ static void test_rank_flood(void **state)
 	sc_rmtmp(sc_tmp);
 }
 
+/* The root's word to a sweep's node about local rank 0's slot: a trial's
+ * start of scope (TRIAL_START) or the end of the run of scope (TRIAL_STOP
+ * with PM_FLAG_ENDED). */
+static void trial_msg(struct tnode *t, bool start, uint32_t scope)
+{
+	struct pm_msg m;
+	char text[64];
+
+	pm_msg_init(&m, start ? PM_MSG_TRIAL_START : PM_MSG_TRIAL_STOP);
+	m.gen = scope;
+	m.node = t->s.node;
+	m.status = 0;
+	if (start) {
+		snprintf(text, sizeof(text), "t 1 0 1 h 1 %u\ntrue", scope);
+		pm_msg_set_text(&m, text);
+	} else {
+		m.count = PM_FLAG_ENDED;
+	}
+	pm_sweep_node_route(&t->s, &m);
+}
+
+static void expect_held(struct tnode *t, uint64_t held)
+{
+	struct pm_state_usage u;
+
+	pm_state_link_usage(&t->s, &u);
+	assert_int_equal(u.held, held);
+}
+
+/* In a sweep (issue 32) a slot's state is its trial run's: a restart of
+ * the run finds its save, the run's end frees it, a connection of the
+ * ended run is refused (its save in flight too), the next trial finds
+ * nothing, a start of another run drops what the last one left when no
+ * end came, and an older run's end, late, leaves the new one's alone. */
+static void test_sweep_scopes(void **state)
+{
+	const char *refused = "err refused: this process's trial run on rank 1 has ended; a "
+			      "trial's state is its run's own";
+	struct tnode *t;
+	struct peer sup;
+	char out[256], err[128], *got;
+	size_t len;
+	int c1, c2, c3;
+	(void)state;
+
+	node_up(0, 2, 2, 1, 0, 0, false);
+	t = state_node(1, 2, 1, 1, &sup, 1);
+	snprintf(t->s.opts.sweep, sizeof(t->s.opts.sweep), "%s/trials", sc_tmp);
+	assert_int_equal(pm_sweep_run_init(&t->s, err, sizeof(err)), 0);
+	trial_msg(t, true, 5);
+	c1 = sc_connect(sock);
+	sc_save(c1, "model", "run5", 4, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	/* The run restarts in place: its new process finds its save. */
+	trial_msg(t, true, 5);
+	c2 = sc_connect(sock);
+	got = sc_load(c2, "model", out, sizeof(out), &len);
+	assert_non_null(got);
+	assert_memory_equal(got, "run5", 4);
+	free(got);
+	assert_int_equal(sc_ask(c2, "begin model 3", -1, out, sizeof(out), NULL), 0);
+	assert_int_equal(strncmp(out, "ok ", 3), 0);
+	/* It ends: freed; its processes' connections are refused, a save
+	 * begun included, and closed. */
+	trial_msg(t, false, 5);
+	expect_held(t, 0);
+	sc_save(c1, "model", "late", 4, 2, out, sizeof(out));
+	assert_string_equal(out, refused);
+	assert_true(pm_pump(&loop, sc_eof, &c1, 5000));
+	{
+		int fd = sc_blob("abc", 3);
+		assert_int_equal(sc_ask(c2, "commit 1 1", fd, out, sizeof(out), NULL), 0);
+		close(fd);
+	}
+	assert_string_equal(out, refused);
+	expect_held(t, 0);
+	close(c1);
+	close(c2);
+	/* The next trial on the slot finds nothing, and saves its own. */
+	trial_msg(t, true, 9);
+	c3 = sc_connect(sock);
+	got = sc_load(c3, "model", out, sizeof(out), &len);
+	assert_null(got);
+	assert_string_equal(out, "none");
+	sc_save(c3, "model", "run9!", 5, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	expect_held(t, 5);
+	/* Another run starts with no end said: run 9's state goes. */
+	trial_msg(t, true, 12);
+	expect_held(t, 0);
+	assert_int_equal(sc_ask(c3, "list", -1, out, sizeof(out), NULL), 0);
+	assert_string_equal(out, refused);
+	close(c3);
+	c3 = sc_connect(sock);
+	sc_save(c3, "model", "run12", 5, 1, out, sizeof(out));
+	assert_string_equal(out, "ok 1");
+	/* Run 9's end, late: run 12's state stays. */
+	trial_msg(t, false, 9);
+	expect_held(t, 5);
+	got = sc_load(c3, "model", out, sizeof(out), &len);
+	assert_non_null(got);
+	assert_memory_equal(got, "run12", 5);
+	free(got);
+	close(c3);
+	peer_free(&sup);
+	sc_rmtmp(sc_tmp);
+}
+
 /* A socket that cannot be made: -1, no store, nothing counted. */
 static void test_init_fails(void **state)
 {
@@ -343,6 +452,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cut_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strangers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rank_flood, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_scopes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_init_fails, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -251,6 +251,36 @@ static void test_failed_copy_does_not_block(void **st)
 	pm_repl_track_free(&t);
 }
 
+/* A rank's state dropped (a trial's run ended): its items go, the one in
+ * flight too, whose late ack then makes nothing safe; the others go on. */
+static void test_track_forget(void **st)
+{
+	struct pm_repl_track t = { 0 };
+	struct pm_repl_item *x;
+	(void)st;
+	assert_int_equal(pm_repl_saved(&t, 4, "model", 1), 0);
+	assert_int_equal(pm_repl_saved(&t, 4, "opt", 1), 0);
+	assert_int_equal(pm_repl_saved(&t, 5, "model", 3), 0);
+	x = pm_repl_take(&t);
+	assert_int_equal(x->grank, 4);
+	assert_int_equal(pm_repl_forget(&t, 4), 2);
+	assert_int_equal(t.n, 1);
+	assert_null(pm_repl_acked(&t, 4, "model", 1));
+	assert_false(pm_repl_busy(&t));
+	x = pm_repl_take(&t);
+	assert_non_null(x);
+	assert_int_equal(x->grank, 5);
+	assert_int_equal(pm_repl_forget(&t, 4), 0);
+	/* Saved again after the drop: a new item from version 1. */
+	assert_int_equal(pm_repl_saved(&t, 4, "model", 1), 0);
+	assert_int_equal(t.n, 2);
+	assert_non_null(pm_repl_acked(&t, 5, "model", 3));
+	x = pm_repl_take(&t);
+	assert_int_equal(x->grank, 4);
+	assert_int_equal(x->sending, 1);
+	pm_repl_track_free(&t);
+}
+
 static void test_lines(void **st)
 {
 	struct pm_repl_line l = { .kind = PM_RL_BLOB, .owner = 3, .grank = 7, .version = 12,
@@ -273,17 +303,28 @@ static void test_lines(void **st)
 	assert_int_equal(r.version, 12);
 	assert_int_equal(pm_repl_line_parse("end 3 2", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.count, 2);
+	/* A trial's run ended: the owner's replicas of a rank go. */
+	l = (struct pm_repl_line){ .kind = PM_RL_DROP, .owner = 3, .grank = 7 };
+	assert_int_equal(pm_repl_line_format(&l, buf, sizeof(buf)), 9);
+	assert_string_equal(buf, "drop 3 7\n");
+	assert_int_equal(pm_repl_line_parse("drop 3 7", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, PM_RL_DROP);
+	assert_int_equal(r.owner, 3);
+	assert_int_equal(r.grank, 7);
 	/* Refused: unknown kinds, signs, zeros, tails, bad names, version 0. */
 	static const char *bad[] = { "", "hello", "blob 3 7 model 12 10 25", "blob 3 -7 model 1 1 1 1",
 				     "blob 3 7 model 0 1 1 1", "blob 3 7 .x 1 1 1 1",
 				     "blob 3 7 mo/del 1 1 1 1", "ack 7 model 012", "ack 7 model 1 x",
-				     "end +3 2", "end 3  2", " end 3 2", "ack -1 model 1" };
+				     "end +3 2", "end 3  2", " end 3 2", "ack -1 model 1",
+				     "drop 3", "drop 3 -7", "drop 3 7 1", "drop 3 07", "drop x 7",
+				     "drop 3 7 " };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		assert_int_equal(pm_repl_line_parse(bad[i], &r, err, sizeof(err)), -1);
 		assert_true(err[0] != '\0');
 	}
 	/* A name too long to format does not fit. */
+	l.kind = PM_RL_BLOB;
 	memset(l.name, 'a', PM_STATE_NAME_MAX);
 	l.name[PM_STATE_NAME_MAX] = '\0';
 	assert_true(pm_repl_line_format(&l, buf, 16) < 0);
@@ -300,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_track_scenario),
 		cmocka_unit_test(test_failed_copy_does_not_block),
+		cmocka_unit_test(test_track_forget),
 		cmocka_unit_test(test_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -248,6 +248,68 @@ static void test_replicas_and_spare(void **state)
 	assert_int_equal(released[30], 1);
 }
 
+/* A rank's state dropped (a sweep's trial run ended on its slot): every
+ * blob of that rank here goes, own and a replica handed on for it, its
+ * save in flight too (its commit finds no ticket); the other ranks' and
+ * the other nodes' replicas stay. At the buddy, only the owner's replicas
+ * of that rank go. Each handle once, the bytes with them. */
+static void test_drop_rank(void **state)
+{
+	struct pm_state_store s, b;
+	struct pm_state_blob m = { .owner_node = 2, .grank = 5, .version = 1, .size = MiB };
+	uint64_t t;
+	char err[256];
+	int old;
+	(void)state;
+
+	store(&s, 0);
+	save(&s, 5, "model", 3 * MiB, 1, &old);
+	save(&s, 5, "opt", 2 * MiB, 2, &old);
+	save(&s, 6, "model", 4 * MiB, 3, &old);
+	snprintf(m.name, sizeof(m.name), "model");
+	assert_int_equal(pm_state_put_replica(&s, &m, 4, &old, err, sizeof(err)), 0); /* node 2's rank 5 */
+	m.grank = 9;
+	assert_int_equal(pm_state_put_replica(&s, &m, 5, &old, err, sizeof(err)), 0); /* node 2's rank 9 */
+	t = pm_state_begin(&s, 5, "model", 7 * MiB, err, sizeof(err));
+	assert_true(t > 0);
+	assert_int_equal(s.pending, 7 * MiB);
+	assert_int_equal(pm_state_drop_rank(&s, 0, 5, release, NULL), 3);
+	assert_int_equal(released[1] + released[2] + released[4], 3);
+	assert_int_equal(released[3] + released[5], 0);
+	assert_null(pm_state_find(&s, 5, "model"));
+	assert_null(pm_state_find(&s, 5, "opt"));
+	assert_non_null(pm_state_find(&s, 6, "model"));
+	assert_non_null(pm_state_find(&s, 9, "model"));
+	assert_int_equal(s.held, 4 * MiB + MiB);
+	assert_int_equal(s.pending, 0);
+	assert_int_equal(pm_state_commit(&s, t, 7, 1000, 1, &old), -1);
+	/* Nothing left of it: dropped again, nothing. */
+	assert_int_equal(pm_state_drop_rank(&s, 0, 5, release, NULL), 0);
+	/* A new run of rank 5 begins at version 1, as a first save does. */
+	save(&s, 5, "model", MiB, 8, &old);
+	assert_int_equal(pm_state_find(&s, 5, "model")->version, 1);
+
+	/* At the buddy (node 3) of node 0: "drop 0 6" takes node 0's rank
+	 * 6 only, not node 1's replica of the same global rank number. */
+	store(&b, 3);
+	m.owner_node = 0;
+	m.grank = 6;
+	assert_int_equal(pm_state_put_replica(&b, &m, 10, &old, err, sizeof(err)), 0);
+	m.owner_node = 1;
+	assert_int_equal(pm_state_put_replica(&b, &m, 11, &old, err, sizeof(err)), 0);
+	m.owner_node = 0;
+	m.grank = 7;
+	assert_int_equal(pm_state_put_replica(&b, &m, 12, &old, err, sizeof(err)), 0);
+	assert_int_equal(pm_state_drop_rank(&b, 0, 6, release, NULL), 1);
+	assert_int_equal(released[10], 1);
+	assert_int_equal(released[11] + released[12], 0);
+	assert_int_equal(b.held, 2 * MiB);
+	pm_state_clear(&b, release, NULL);
+	pm_state_clear(&s, release, NULL);
+	for (int h = 0; h < 13; h++)
+		assert_true(released[h] <= 1);
+}
+
 /* Own state is found before a replica of the same rank. */
 static void test_own_before_replica(void **state)
 {
@@ -359,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_replicas_and_spare),
 		cmocka_unit_test(test_own_before_replica),
 		cmocka_unit_test(test_superseded),
+		cmocka_unit_test(test_drop_rank),
 		cmocka_unit_test(test_buddy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

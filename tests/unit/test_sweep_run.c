@@ -535,7 +535,7 @@ static void test_start_before_hello(void **state)
 	m.gen = 99;
 	m.node = 0;
 	m.status = 0; /* local rank 0: started, then stopped before it came */
-	pm_msg_set_text(&m, "x 1 0 1 127.0.0.1 1\nexit 0");
+	pm_msg_set_text(&m, "x 1 0 1 127.0.0.1 1 99\nexit 0");
 	pm_sweep_node_route(&nodes[0].s, &m);
 	assert_true(nodes[0].s.sweep_node->has_pending[0]);
 	was = nodes[0].s.hooks;
@@ -569,7 +569,7 @@ static void test_start_before_hello(void **state)
 	sup_up(&u, 0, 1, 1);
 	assert_true(pm_pump(&loop, sup_running, &u, 5000));
 	assert_int_equal(u.start.gen, 99);
-	has(u.log, "x 1 0 1 127.0.0.1 1|");
+	has(u.log, "x 1 0 1 127.0.0.1 1 99|");
 	assert_false(nodes[0].s.sweep_node->has_pending[1]);
 	assert_true(pm_pump(&loop, sup_idle, &u, 5000));
 	assert_int_equal(u.exits, 1);
