@@ -27,7 +27,14 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	uint64_t t = g->cf.ops->now_ms(g->cf.ctx);
 	unsigned long long since = t - g->start_t0, rec = t - g->fail_t0;
 	struct pm_gen_recovery *r = &g->rec;
+	bool beats;
 
+	if (beat)
+		r->beats_seen = true;
+	/* A heartbeat will end this restart: one is required, or the program
+	 * has sent them before (procmgr-rank reports a generation's first
+	 * beat with or without a hang timeout). */
+	beats = g->cf.beats || r->beats_seen;
 	if (g->gen == 0) {
 		pm_gen_event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
 		      "\"since_start_ms\":%llu", g->gen, pm_gen_world(g), since);
@@ -36,17 +43,19 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	if (!beat || r->gen != g->gen) {
 		/* A heartbeat seen with the run (both in one report) still
 		 * has a process part: the same instant. */
-		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec };
+		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec,
+					       .beats_seen = r->beats_seen };
 	}
 	if (!beat) {
 		pm_gen_event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
 		      "\"since_failure_ms\":%llu,\"process_ms\":%llu,\"heartbeats\":%s", g->gen,
-		      pm_gen_world(g), since, rec, rec, g->cf.beats ? "true" : "false");
-		if (!g->cf.beats)
+		      pm_gen_world(g), since, rec, rec, beats ? "true" : "false");
+		if (!beats)
 			pm_gen_tell(g, "procmgr: generation %u: every rank running again %.2f s "
-				    "after the failure (procmgr's part only: without "
-				    "--procmgr-hang-timeout no heartbeat says when training "
-				    "resumes)", g->gen, (double)rec / 1000);
+				    "after the failure (procmgr's part only, not the time to "
+				    "training again: the program sent no heartbeat; call "
+				    "procmgr.heartbeat(step) once per step to have it)", g->gen,
+				    (double)rec / 1000);
 		return;
 	}
 	r->beat = true;
