@@ -182,6 +182,9 @@ struct pm_gen {
 	/* root only */
 	int lost_first;              /* the first node declared lost (nlost > 0) */
 	unsigned nlost;              /* nodes declared lost */
+	/* The node being declared lost for a failed health check (-1 none):
+	 * its slurmstepd lives, its tasks end; not counted in nlost. */
+	int lost_alive;
 	int restarts;
 	unsigned delay_ms;           /* of the restart decided */
 	uint64_t stop_t0, fail_t0;

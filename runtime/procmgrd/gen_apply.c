@@ -99,7 +99,7 @@ static void apply(struct pm_gen *g, const struct pm_verdict *v)
 {
 	if (v->event)
 		pm_gen_event(g, v->event, "%s", v->fields);
-	if (v->lost >= 0 && !g->nlost++)
+	if (v->lost >= 0 && v->lost != g->lost_alive && !g->nlost++)
 		g->lost_first = v->lost;
 	if (v->lost >= 0 && g->cf.ops->node_lost)
 		g->cf.ops->node_lost(g->cf.ctx, v->lost);
@@ -216,6 +216,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
+	g->lost_alive = strncmp(why, PM_GEN_HEALTH_LOST, strlen(PM_GEN_HEALTH_LOST)) ? -1 : node;
 	if (g->cf.sweep && pm_gen_sweep_lost(g, node, why))
 		return; /* its trials are requeued on the other nodes */
 	if (g->cf.sweep && pm_gen_spares(g) && g->cf.ops->sweep_takeover) {
