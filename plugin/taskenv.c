@@ -146,12 +146,11 @@ static int supervisor_env(spank_t sp, const struct pm_node *n, int lrank)
 	rc |= set(sp, PM_ENV_STATE_SOCK, "%s", path);
 	rc |= set(sp, PM_ENV_STEP_OPTS, "%s", n->opts);
 	rc |= set(sp, PM_ENV_PEER_TIMEOUT, "%u", pm_g.site.peer_timeout_ms);
-	/* The slow-node detector reads the heartbeat's step too. */
-	if (pm_g.resolved.hang_timeout_ms || pm_opts_slow_interval(&pm_g.resolved)) {
-		if (pm_path_heartbeat(path, sizeof(path), n->rundir, lrank))
-			return -1;
-		rc |= set(sp, PM_ENV_HEARTBEAT, "%s", path);
-	}
+	/* Always: the hang detector's input, the slow-node detector's steps,
+	 * and, its first beat after a restart, when training resumed. */
+	if (pm_path_heartbeat(path, sizeof(path), n->rundir, lrank))
+		return -1;
+	rc |= set(sp, PM_ENV_HEARTBEAT, "%s", path);
 	return rc;
 }
 

@@ -16,7 +16,8 @@ script runs under procmgr, under torchrun, or by hand.
     state = procmgr.load_torch("model")
 
 The heartbeat file is procmgr's hang detector's input (srun
---procmgr-hang-timeout); a rank's first heartbeat of a generation is also
+--procmgr-hang-timeout); a rank's first heartbeat of a generation is (with
+or without a hang timeout)
 the end of a restart as procmgr measures it: "every rank training again N s
 after the failure" on srun's stderr, in the event log, in `procmgr status`
 and in the metrics.
@@ -48,8 +49,10 @@ def under_procmgr():
 def heartbeat(step=None, compute=None):
     """Tell procmgr this rank is alive (and, with step, how far it got).
 
-    Touches the file named by PROCMGR_HEARTBEAT, which procmgr sets when the
-    step has a hang timeout or slow-node detection (--procmgr-slow). With
+    Touches the file named by PROCMGR_HEARTBEAT, which procmgr sets for
+    every rank: the hang detector's input (--procmgr-hang-timeout), the
+    slow-node detector's (--procmgr-slow), and, a generation's first, when
+    training resumed after a restart (the recovery procmgr reports). With
     step (an int, e.g. the training step), the file's content becomes that
     number, written whole (a temporary file renamed over it): a reader never
     sees half a number. With compute too (seconds, a float), the time the
@@ -58,7 +61,7 @@ def heartbeat(step=None, compute=None):
     evidence: in a synchronous job every rank's step takes as long as the
     slowest's, but only the slow one computes longer. Without it, procmgr
     judges by which node arrives last at each step (weaker). Returns True if
-    a heartbeat was given, False outside procmgr or without either option.
+    a heartbeat was given, False outside procmgr.
     Cheap enough for every step (one open/close, or a write and a rename).
     """
     path = os.environ.get(_ENV_HEARTBEAT)

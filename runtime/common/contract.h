@@ -31,7 +31,7 @@
 #define PM_ENV_SOCK "PROCMGR_SOCK"     /* procmgrd's socket (pm_path_sock) */
 #define PM_ENV_ARGV0 "PROCMGR_ARGV0"   /* the command Slurm would have run */
 /* For the user's command. */
-#define PM_ENV_HEARTBEAT "PROCMGR_HEARTBEAT"         /* with a hang timeout */
+#define PM_ENV_HEARTBEAT "PROCMGR_HEARTBEAT"         /* always */
 /* procmgrd's link liveness, for its supervisors: milliseconds, 0 off. */
 #define PM_ENV_PEER_TIMEOUT "PROCMGR_PEER_TIMEOUT_MS"
 #define PM_ENV_RESTART_COUNT "PROCMGR_RESTART_COUNT" /* the generation */

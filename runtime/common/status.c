@@ -294,6 +294,6 @@ int pm_st_recovery_line(const struct pm_st_summary *s, char *buf, size_t len)
 	else
 		n = snprintf(buf, len, "last restart: generation %u, every rank running again "
 			     "%.2f s after the failure (procmgr's part only: no heartbeat yet, "
-			     "or no hang timeout)", s->rec_gen, (double)s->process_ms / 1000);
+			     "or the program sends none)", s->rec_gen, (double)s->process_ms / 1000);
 	return done(n, len);
 }

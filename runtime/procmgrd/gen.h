@@ -67,6 +67,11 @@ struct pm_gen_ops {
 	int (*hang_outlier)(void *ctx, int *node, struct pm_stack_verdict *v, uint64_t *last_ms);
 	/* The root declared node lost (its node_lost event). May be NULL. */
 	void (*node_lost)(void *ctx, int node);
+	/* The root ends the step (FINISH or give-up) after nlost nodes were
+	 * lost, first the first: Slurm waits for their tasks until it marks
+	 * them DOWN; called before the end goes down the tree, so that what
+	 * it tells reaches srun's stderr. May be NULL. */
+	void (*lost_at_end)(void *ctx, int first, unsigned nlost);
 	/* Sweeps (cf.sweep, the root): every node is ready, the sweep's
 	 * queue takes the slots instead of a generation; and a failure the
 	 * machine saw while it runs (a node or a supervisor lost, a check,
@@ -101,8 +106,10 @@ struct pm_gen_config {
 	int spares;
 	/* A hang's stop takes every rank's stack first: this much more. */
 	unsigned stack_ms;
-	/* Ranks heartbeat (a hang timeout): their first beat after a restart
-	 * is the recovery's end; without, only procmgr's part is known. */
+	/* Ranks must heartbeat (a hang timeout): their first beat after a
+	 * restart is the recovery's end. Without, a program that heartbeat in
+	 * an earlier generation is waited for too (rec.beats_seen); one that
+	 * never did has only procmgr's part known, and is told so. */
 	bool beats;
 	/* A sweep: the root starts no generation; procmgrd/sweep_run.c
 	 * starts trials on the slots and ends the step (pm_gen_sweep_end). */
@@ -176,6 +183,11 @@ struct pm_gen {
 	size_t said_len;
 	unsigned said_lost;
 	/* root only */
+	int lost_first;              /* the first node declared lost (nlost > 0) */
+	unsigned nlost;              /* nodes declared lost */
+	/* The node being declared lost for a failed health check (-1 none):
+	 * its slurmstepd lives, its tasks end; not counted in nlost. */
+	int lost_alive;
 	int restarts;
 	unsigned delay_ms;           /* of the restart decided */
 	uint64_t stop_t0, fail_t0;
@@ -184,6 +196,9 @@ struct pm_gen {
 	struct pm_gen_recovery {
 		uint32_t gen;            /* 0: no restart yet */
 		bool beat;               /* recovery_ms known */
+		/* every rank heartbeat in some generation: the program
+		 * calls procmgr.heartbeat(), the recovery's end will come */
+		bool beats_seen;
 		uint64_t process_ms, recovery_ms;
 	} rec;
 	/* The ranks' state restored from procmgr's memory in generation gen

@@ -25,6 +25,15 @@ void pm_gen_root_restart(struct pm_gen *g, unsigned delay_ms)
 	pm_gen_stop(g, g->gen);
 }
 
+/* Before the step's end goes down: a lost node's tasks never end, and
+ * Slurm keeps srun waiting for them (lost_at_end says so, and what ends
+ * the wait). */
+static void lost_at_end(struct pm_gen *g)
+{
+	if (g->nlost && g->cf.ops->lost_at_end)
+		g->cf.ops->lost_at_end(g->cf.ctx, g->lost_first, g->nlost);
+}
+
 static void give_up(struct pm_gen *g, const struct pm_verdict *v)
 {
 	char esc[PM_WIRE_TEXT_MAX * 2];
@@ -40,6 +49,7 @@ static void give_up(struct pm_gen *g, const struct pm_verdict *v)
 	m.node = v->node;
 	m.count = v->blame ? PM_FLAG_BLAME : 0;
 	pm_msg_set_text(&m, v->text);
+	lost_at_end(g);
 	pm_gen_end(g, &m);
 }
 
@@ -51,6 +61,7 @@ static void finish(struct pm_gen *g, const struct pm_verdict *v)
 	pm_gen_say(g, "%s", v->tell);
 	pm_msg_init(&m, PM_MSG_FINISH);
 	m.gen = g->gen;
+	lost_at_end(g);
 	pm_gen_end(g, &m);
 }
 
@@ -88,6 +99,8 @@ static void apply(struct pm_gen *g, const struct pm_verdict *v)
 {
 	if (v->event)
 		pm_gen_event(g, v->event, "%s", v->fields);
+	if (v->lost >= 0 && v->lost != g->lost_alive && !g->nlost++)
+		g->lost_first = v->lost;
 	if (v->lost >= 0 && g->cf.ops->node_lost)
 		g->cf.ops->node_lost(g->cf.ctx, v->lost);
 	if (v->repl_set)
@@ -203,6 +216,7 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 		return;
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
+	g->lost_alive = strncmp(why, PM_GEN_HEALTH_LOST, strlen(PM_GEN_HEALTH_LOST)) ? -1 : node;
 	if (g->cf.sweep && pm_gen_sweep_lost(g, node, why))
 		return; /* its trials are requeued on the other nodes */
 	if (g->cf.sweep && pm_gen_spares(g) && g->cf.ops->sweep_takeover) {

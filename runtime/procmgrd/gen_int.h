@@ -61,6 +61,10 @@ void pm_gen_root_stopped(struct pm_gen *g);
 void pm_gen_root_next(struct pm_gen *g);
 /* A root that took over acts once it has a majority. */
 void pm_gen_root_act(struct pm_gen *g);
+/* Why a node that failed a health check is lost (gen_report.c): the
+ * root tells it from a dead node by this prefix (gen_apply.c). */
+#define PM_GEN_HEALTH_LOST "failed a health check: "
+
 /* recovery.c: every rank of the generation runs (beat: has heartbeaten). */
 void pm_gen_root_running(struct pm_gen *g, bool beat);
 

@@ -182,7 +182,7 @@ void pm_gen_fail_health(struct pm_gen *g, const char *why)
 	pm_gen_log(g, "health check failed: %s", why);
 	if (pm_gen_spares(g)) {
 		/* Not this node's ranks to restart in place: a spare takes them. */
-		snprintf(text, sizeof(text), "failed a health check: %s", why);
+		snprintf(text, sizeof(text), PM_GEN_HEALTH_LOST "%s", why);
 		pm_gen_lost(g, g->cf.node, text);
 		return;
 	}

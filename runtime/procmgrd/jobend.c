@@ -6,9 +6,20 @@
  * --no-kill not even then for the batch script's own absence). So the root
  * writes the result to --procmgr-output-dir (which the user chose, a shared
  * file system at best) and the event log, and ends the job itself: the
- * surviving nodes go back to the cluster at once. */
+ * surviving nodes go back to the cluster at once.
+ *
+ * Any other node lost: its slurmstepd never reports its tasks' end, and
+ * srun waits for them until Slurm marks the node DOWN (SlurmdTimeout: 6.5
+ * minutes with the default 300 s), after every other rank has ended. The
+ * job's user may end the step (scancel JOB.STEP: slurmctld tells srun the
+ * step is complete; srun waits KillWait + 2 s for the tasks still out and
+ * returns the exit status of those that ended, slurm-notes.md, "Ending a
+ * step whose node is lost"): the root does, once its children's procmgrds
+ * (which leave after their node's tasks) are gone, and says so on srun's
+ * stderr first. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,9 +32,12 @@
 #include "io/safefile.h"
 #include "io/sys.h"
 #include "step.h"
+#include "gen_int.h"
 
-/* How long procmgrd waits for scancel: the plugin waits 5 s for procmgrd. */
+/* How long procmgrd waits for scancel, and before it for its children
+ * to leave: the plugin waits 5 s for procmgrd in all. */
 #define PM_SCANCEL_WAIT_MS 3000
+#define PM_CHILDREN_WAIT_MS 1500
 
 void pm_step_srun_lost(struct pm_step *s, int node)
 {
@@ -90,14 +104,73 @@ static void write_result(struct pm_step *s)
 		close(dfd);
 }
 
-static void scancel(struct pm_step *s)
+void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost)
 {
-	char job[16], f[256];
+	char more[32] = "";
+
+	/* srun went with its node: the job ends instead (scancel below). */
+	if (s->srun_lost || s->cancelled || first < 0 || first >= s->nnodes)
+		return;
+	s->end_step = true;
+	if (nlost > 1)
+		snprintf(more, sizeof(more), " (and %u more)", nlost - 1);
+	pm_gen_tell(&s->gen, "procmgr: step %u.%u is over, but node %s%s was lost: Slurm would "
+		    "keep srun waiting for its tasks until it marks the node DOWN (SlurmdTimeout); "
+		    "procmgr ends the step once every other rank has exited (scancel %u.%u, safe "
+		    "now), and srun returns their exit status within KillWait + 2 s", s->job,
+		    s->stepid, s->names[first], more, s->job, s->stepid);
+}
+
+/* Until every child still linked has closed its end (its procmgrd left,
+ * after its node's tasks ended), at most ms: what scancel would kill there
+ * is then gone, and only the lost nodes' tasks are out. */
+static void children_gone(struct pm_step *s, unsigned ms)
+{
+	uint64_t end = pm_now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd[64];
+		int i, n = 0;
+		uint64_t now;
+
+		for (i = 0; i < s->children_cap && n < 64; i++) {
+			struct pm_conn *c = s->children[i];
+			if (c && c->w.fd >= 0)
+				pfd[n++] = (struct pollfd){ .fd = c->w.fd, .events = POLLRDHUP };
+		}
+		if (!n)
+			return;
+		now = pm_now_ms();
+		if (now >= end || poll(pfd, (nfds_t)n, (int)(end - now)) < 0) {
+			pm_log(s, "children still linked after %u ms: ending the step anyway", ms);
+			return;
+		}
+		for (i = 0; i < n; i++)
+			if (!(pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+				break;
+		if (i == n)
+			return;
+		/* Not all: wait for the rest (those closed stay ready). */
+		usleep(10000);
+	}
+}
+
+static void scancel(struct pm_step *s, bool step)
+{
+	char job[32], f[256];
 	uint64_t t0 = pm_now_ms();
 	int status = 0;
 	pid_t pid;
 
-	snprintf(job, sizeof(job), "%u", s->job);
+	if (step) {
+		snprintf(job, sizeof(job), "%u.%u", s->job, s->stepid);
+		/* Before: the step's SIGKILL may reach this procmgrd too. */
+		snprintf(f, sizeof(f), "\"step\":\"%s\",\"reason\":\"a node was lost: its tasks "
+			 "never end\"", job);
+		pm_event(&s->events, "step_ended", f);
+	} else {
+		snprintf(job, sizeof(job), "%u", s->job);
+	}
 	pid = fork();
 	if (pid < 0) {
 		pm_log(s, "cannot end job %s: fork: %m", job);
@@ -119,11 +192,13 @@ static void scancel(struct pm_step *s)
 		}
 		usleep(20000);
 	}
-	snprintf(f, sizeof(f), "\"job\":%u,\"reason\":\"srun lost with node %s\",\"scancel\":%d",
-		 s->job, s->names[s->srun_node_id],
-		 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	pm_event(&s->events, "job_cancelled", f);
-	pm_log(s, "ended job %s (scancel: %s %d)", job,
+	if (!step) {
+		snprintf(f, sizeof(f), "\"job\":%u,\"reason\":\"srun lost with node %s\","
+			 "\"scancel\":%d", s->job, s->names[s->srun_node_id],
+			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		pm_event(&s->events, "job_cancelled", f);
+	}
+	pm_log(s, "ended %s %s (scancel: %s %d)", step ? "step" : "job", job,
 	       WIFEXITED(status) ? "exit" : "signal",
 	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
@@ -133,6 +208,10 @@ void pm_step_jobend(struct pm_step *s)
 	if (!s->gen.root || !pm_gen_terminal(&s->gen) || s->gen.end_msg.rank == -2)
 		return;
 	write_result(s);
-	if (s->srun_lost)
-		scancel(s);
+	if (s->srun_lost) {
+		scancel(s, false);
+	} else if (s->end_step && !s->cancelled) {
+		children_gone(s, PM_CHILDREN_WAIT_MS);
+		scancel(s, true);
+	}
 }

@@ -28,7 +28,14 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	unsigned long long since = t - g->start_t0, rec = t - g->fail_t0, stacks = 0;
 	struct pm_gen_recovery *r = &g->rec;
 	char hs[64] = "", hev[32] = "";
+	bool beats;
 
+	if (beat)
+		r->beats_seen = true;
+	/* A heartbeat will end this restart: one is required, or the program
+	 * has sent them before (procmgr-rank reports a generation's first
+	 * beat with or without a hang timeout). */
+	beats = g->cf.beats || r->beats_seen;
 	if (g->gen == 0) {
 		pm_gen_event(g, beat ? "heartbeating" : "running", "\"gen\":%u,\"ranks\":%d,"
 		      "\"since_start_ms\":%llu", g->gen, pm_gen_world(g), since);
@@ -44,17 +51,19 @@ void pm_gen_root_running(struct pm_gen *g, bool beat)
 	if (!beat || r->gen != g->gen) {
 		/* A heartbeat seen with the run (both in one report) still
 		 * has a process part: the same instant. */
-		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec - stacks };
+		*r = (struct pm_gen_recovery){ .gen = g->gen, .process_ms = rec - stacks,
+					       .beats_seen = r->beats_seen };
 	}
 	if (!beat) {
 		pm_gen_event(g, "running", "\"gen\":%u,\"ranks\":%d,\"since_start_ms\":%llu,"
 		      "\"since_failure_ms\":%llu,\"process_ms\":%llu%s,\"heartbeats\":%s", g->gen,
-		      pm_gen_world(g), since, rec, rec - stacks, hev, g->cf.beats ? "true" : "false");
-		if (!g->cf.beats)
+		      pm_gen_world(g), since, rec, rec - stacks, hev, beats ? "true" : "false");
+		if (!beats)
 			pm_gen_tell(g, "procmgr: generation %u: every rank running again %.2f s "
-				    "after the failure (%sprocmgr's part only: without "
-				    "--procmgr-hang-timeout no heartbeat says when training "
-				    "resumes)", g->gen, (double)rec / 1000, hs);
+				    "after the failure (%sprocmgr's part only, not the time to "
+				    "training again: the program sent no heartbeat; call "
+				    "procmgr.heartbeat(step) once per step to have it)", g->gen,
+				    (double)rec / 1000, hs);
 		return;
 	}
 	r->beat = true;

@@ -56,6 +56,7 @@ struct pm_step_hooks {
 	int (*hang_outlier)(struct pm_step *s, int *node, struct pm_stack_verdict *v,
 			    uint64_t *last_ms);
 	void (*node_lost)(struct pm_step *s, int node);
+	void (*lost_at_end)(struct pm_step *s, int first, unsigned nlost);
 	void (*sweep_launch)(void *ctx);
 	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
 	int (*sweep_node_lost)(void *ctx, int node, const char *why);
@@ -187,6 +188,7 @@ struct pm_step {
 	 * and whether the root declared it lost. */
 	int srun_node_id;
 	bool srun_lost;
+	bool end_step;  /* nodes were lost: scancel JOB.STEP at the end */
 	bool cancelled; /* Slurm's SIGTERM came before the step's end */
 	/* slowlink.c: the slow-node detector, NULL when it is off */
 	struct pm_slowlink *slow;
@@ -218,6 +220,10 @@ void pm_gate_free(struct pm_step *s);
  * end, the step's result in the output directory and, srun lost, the
  * job's end. */
 void pm_step_srun_lost(struct pm_step *s, int node);
+/* The root ends the step after nodes were lost (the gen machine's
+ * lost_at_end): srun told why it still waits, and the step ended with
+ * scancel at procmgrd's end (pm_step_jobend). */
+void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost);
 void pm_step_jobend(struct pm_step *s);
 /* A new tree connection (fd accepted): held until its HELLO, or refused
  * ("busy", said to it) and closed. */

@@ -23,6 +23,7 @@ const struct pm_step_hooks pm_step_hooks = {
 	.on_written = { pm_query_hang_event, pm_query_event_written },
 	.hang_outlier = pm_query_hang_outlier,
 	.node_lost = pm_step_srun_lost,
+	.lost_at_end = pm_step_lost_at_end,
 	.sweep_launch = pm_sweep_launch,
 	.sweep_fail = pm_sweep_fail,
 	.sweep_node_lost = pm_sweep_node_lost,

@@ -290,6 +290,14 @@ static void sweep_fail(void *ctx, const struct pm_msg *m)
 		s->hooks->sweep_fail(ctx, m);
 }
 
+static void lost_at_end(void *ctx, int first, unsigned nlost)
+{
+	struct pm_step *s = ctx;
+
+	if (s->hooks && s->hooks->lost_at_end)
+		s->hooks->lost_at_end(s, first, nlost);
+}
+
 static int sweep_node_lost(void *ctx, int node, const char *why)
 {
 	struct pm_step *s = ctx;
@@ -327,6 +335,7 @@ const struct pm_gen_ops pm_step_ops = {
 	.now_ms = now_ms,
 	.hang_outlier = hang_outlier,
 	.node_lost = node_lost,
+	.lost_at_end = lost_at_end,
 	.sweep_launch = sweep_launch,
 	.sweep_fail = sweep_fail,
 	.sweep_node_lost = sweep_node_lost,

@@ -71,7 +71,9 @@ static int read_env(struct rank *r, int *grank, char *err, size_t errlen)
 	if (r->cfg.warm == PM_RW_PYTHON)
 		pm_rank_exec_python_argv(&r->x, mods);
 	r->slow = pm_opts_slow_interval(&o) != 0;
-	r->heartbeat = r->cfg.hang_ms || r->slow ? getenv(PM_ENV_HEARTBEAT) : NULL;
+	/* Watched always: a generation's first beat is when the program
+	 * trains again, the end of a restart as the user counts it. */
+	r->heartbeat = getenv(PM_ENV_HEARTBEAT);
 	r->cfg.heartbeat = r->heartbeat != NULL && r->cfg.hang_ms;
 	r->x.heartbeat = r->heartbeat;
 	r->x.error_base = getenv(PM_ENV_TE_ERROR_FILE);

@@ -91,8 +91,9 @@ void pm_rank_on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				if (r->slow)
 					tell_step(r);
 				/* Without a hang timeout the machine judges no
-				 * heartbeat: the file is there for the detector. */
-				if (r->cfg.heartbeat)
+				 * heartbeat, but a generation's first says it
+				 * trains again (the root's recovery figure). */
+				if (r->cfg.heartbeat || !r->m.beat)
 					pm_rank_m_post(&r->m, PM_RE_BEAT);
 			}
 			p += sizeof(*ie) + ie->len;

@@ -34,11 +34,12 @@ PYEOF
 	line=$(grep '"event":"rank_failed"' <<<"$output")
 	[[ "$line" == *'"rank":1,"node":"'"${P}"'2","status":"exited with code 1 (ValueError: loss is nan at step 41)","error":"ValueError: loss is nan at step 41\u000aTraceback (most recent call last):\u000a'* ]]
 	[[ "$line" == *'raise ValueError(\"loss is nan at step %d\" % 41)'* ]]
-	# Without a hang timeout no rank heartbeats: procmgr's part is all it
-	# knows, and it says so (on stderr too, checked above through $srun).
+	# A program that never heartbeats: procmgr's part is all it knows, and
+	# it says so, and how to have the time to training again (on stderr
+	# too, checked above through $srun).
 	grep -q '"event":"running","gen":1,"ranks":2,"since_start_ms":[0-9]*,"since_failure_ms":[0-9]*,"process_ms":[0-9]*,"heartbeats":false}' <<<"$output"
 	! grep -q '"event":"heartbeating","gen":1' <<<"$output"
-	[[ "$srun" == *"procmgr: generation 1: every rank running again "*" s after the failure (procmgr's part only: without --procmgr-hang-timeout no heartbeat says when training resumes)"* ]]
+	[[ "$srun" == *"procmgr: generation 1: every rank running again "*" s after the failure (procmgr's part only, not the time to training again: the program sent no heartbeat; call procmgr.heartbeat(step) once per step to have it)"* ]]
 }
 
 @test "after a restart: every rank training again, from the failure to the last first heartbeat, on stderr, in the events, procmgr status and the timeline" {

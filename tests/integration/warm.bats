@@ -234,6 +234,59 @@ EOF
 	[ "$(grep -c "procmgr-warm=python: the command is not a python interpreter (/bin/true)" "$W/err")" -eq 2 ]
 }
 
+# Issue 32 item 11: with the fork server, procmgr's part of a restart is
+# small and the program's own start (its rendezvous, its checkpoint) is
+# most of it. A script that heartbeats, without a hang timeout: the
+# restart is reported when every rank heartbeats again, not when the fork
+# server forked it.
+@test "python: fork server, no hang timeout: a heartbeating script's restart is reported when every rank trains again, the program's start included" {
+	cat >"$W/hb.py" <<'PYEOF'
+import os, sys, time
+import procmgr
+rank, gen = procmgr.rank(), procmgr.restart_count()
+step = 0
+if gen == 0:
+    procmgr.heartbeat(step)
+    while not os.path.exists(os.environ["GO"]):
+        time.sleep(0.01)
+    if rank == 1:
+        sys.exit(1)
+    time.sleep(300)
+# What a restart costs the program after its fork: its rendezvous, its
+# checkpoint; then it trains again.
+time.sleep(1.5)
+procmgr.heartbeat(step + 1)
+PYEOF
+	local before; before=$(last_job)
+	PYTHONPATH=$top/python GO=$W/go timeout 90 srun -N2 -n2 --procmgr-restart=on-failure:1 \
+		--procmgr-warm=python:json "$PY" "$W/hb.py" 2>"$W/err" &
+	local srun=$! job
+	gen0_beats() {
+		job=$(last_job)
+		[ "$job" != "$before" ] && grep -qs '"event":"heartbeating","gen":0' "$STATE/$job/0.events.jsonl"
+	}
+	# Every rank heartbeat in generation 0 and its fork server waits.
+	wait_until 60 gen0_beats || { cat "$W/err"; return 1; }
+	wait_until 40 n_waiting 2 || { cat "$W/err"; return 1; }
+	touch "$W/go"
+	wait "$srun" || { cat "$W/err"; return 1; }
+	cat "$W/err"
+	events "$job" 0 | grep '"event":"running"\|"event":"heartbeating"'
+	grep -q '"event":"running","gen":1,.*"heartbeats":true' "$STATE/$job/0.events.jsonl"
+	local ev rec proc said
+	ev=$(grep '"event":"heartbeating","gen":1' "$STATE/$job/0.events.jsonl")
+	rec=$(sed -n 's/.*"recovery_ms":\([0-9]*\).*/\1/p' <<<"$ev")
+	proc=$(sed -n 's/.*"process_ms":\([0-9]*\).*/\1/p' <<<"$ev")
+	# The program's 1.5 s after its fork are in the figure.
+	[ "$rec" -ge $((proc + 1500)) ]
+	# One line on srun's stderr, the recovery's; never procmgr's part alone.
+	[ "$(grep -c 'procmgr: generation 1: every rank' "$W/err")" -eq 1 ]
+	said=$(sed -n "s/.*procmgr: generation 1: every rank training again \([0-9.]*\) s after the failure (procmgr's part \([0-9.]*\) s, the program's start [0-9.]* s)$/\1/p" "$W/err")
+	echo "said: $said s; events: recovery $rec ms, procmgr's part $proc ms"
+	awk -v s="$said" -v r="$rec" 'BEGIN { exit !(s != "" && s * 1000 - r <= 5 && r - s * 1000 <= 5) }'
+	! grep -q "procmgr's part only" "$W/err"
+}
+
 # examples/ddp_train.py through examples/train.sbatch, 40 steps, a disk
 # checkpoint every 10, its output in $W/NAME.out; bounded by SECONDS.
 ddp_train() { # SECONDS NAME SBATCH-OPTIONS VAR=VALUE...

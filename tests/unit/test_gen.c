@@ -1830,8 +1830,9 @@ static void test_root_running_state_restored(void **state)
 	done(w);
 }
 
-/* Without a hang timeout no rank heartbeats: the figure says it is only
- * procmgr's part, at once. */
+/* A program that never heartbeat: the figure says at once that it is
+ * only procmgr's part, not the time to training again, and how to have
+ * that. */
 static void test_root_running_without_heartbeats(void **state)
 {
 	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 1, 0);
@@ -1853,10 +1854,74 @@ static void test_root_running_without_heartbeats(void **state)
 	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 1);
 	assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text,
 			       "procmgr: generation 1: every rank running again 0.32 s after the "
-			       "failure (procmgr's part only: without --procmgr-hang-timeout no "
-			       "heartbeat says when training resumes)"));
+			       "failure (procmgr's part only, not the time to training again: the "
+			       "program sent no heartbeat; call procmgr.heartbeat(step) once per "
+			       "step to have it)"));
 	assert_int_equal(w->g.rec.process_ms, 320);
 	assert_false(w->g.rec.beat);
+	/* Its first heartbeats after all (supervisors report them with or
+	 * without a hang timeout): the real figure follows. */
+	w->now = 1800;
+	rank_run(w, 0, 1, PM_FLAG_BEAT);
+	rank_run(w, 1, 1, PM_FLAG_BEAT);
+	assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 2);
+	assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text,
+			       "procmgr: generation 1: every rank training again 0.80 s after the "
+			       "failure (procmgr's part 0.32 s, the program's start 0.48 s)"));
+	assert_true(w->g.rec.beat);
+	done(w);
+}
+
+/* No hang timeout, but every rank heartbeat in generation 0 (the program
+ * calls procmgr.heartbeat(), e.g. a --procmgr-warm=python: fork server's
+ * script): the restart is reported when every rank trains again, in one
+ * line, and procmgr's part alone is never given as the recovery. Every
+ * later restart too. */
+static void test_root_running_heartbeats_without_hang_timeout(void **state)
+{
+	struct world *w = node(0, 1, 32, 2, 2, PM_RESTART_ON_FAILURE, 2, 0);
+	const char *e;
+	unsigned gen;
+	(void)state;
+
+	w->g.cf.verbose = false;
+	assert_false(w->g.cf.beats);
+	w->now = 100;
+	launch(w, 0);
+	rank_run(w, 0, 0, 0);
+	rank_run(w, 1, 0, 0);
+	rank_run(w, 0, 0, PM_FLAG_BEAT);
+	rank_run(w, 1, 0, PM_FLAG_BEAT);
+	assert_non_null(event(w, "heartbeating"));
+	for (gen = 1; gen <= 2; gen++) {
+		uint64_t t = 1000 * gen * 10;
+		char want[200];
+		w->now = t;
+		rank_exit(w, 0, gen - 1, EXIT(1), 0);
+		rank_stopped(w, 1, gen - 1);
+		clear(w);
+		w->now = t + 520;
+		rank_run(w, 0, gen, 0);
+		rank_run(w, 1, gen, 0);
+		e = event(w, "running");
+		assert_non_null(e);
+		assert_non_null(strstr(e, "\"process_ms\":520,\"heartbeats\":true"));
+		/* Running is not training: nothing said yet. */
+		assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0);
+		w->now = t + 1300;
+		rank_run(w, 0, gen, PM_FLAG_BEAT);
+		assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 0);
+		rank_run(w, 1, gen, PM_FLAG_BEAT);
+		assert_string_equal(event(w, "heartbeating") + strlen(event(w, "heartbeating")) -
+					    strlen("\"recovery_ms\":1300,\"process_ms\":520"),
+				    "\"recovery_ms\":1300,\"process_ms\":520");
+		assert_int_equal(count(w, A_RANK, -2, PM_MSG_PRINT), 1);
+		snprintf(want, sizeof(want), "procmgr: generation %u: every rank training again "
+			 "1.30 s after the failure (procmgr's part 0.52 s, the program's start "
+			 "0.78 s)", gen);
+		assert_non_null(strstr(last(w, A_RANK, PM_MSG_PRINT)->m.text, want));
+		assert_int_equal(w->g.rec.recovery_ms, 1300);
+	}
 	done(w);
 }
 
@@ -1883,6 +1948,7 @@ int main(void)
 		cmocka_unit_test(test_inner_node_reports_running),
 		cmocka_unit_test(test_root_running_event),
 		cmocka_unit_test(test_root_running_without_heartbeats),
+		cmocka_unit_test(test_root_running_heartbeats_without_hang_timeout),
 		cmocka_unit_test(test_root_running_state_restored),
 		cmocka_unit_test(test_gen0_behind_barrier),
 		cmocka_unit_test(test_late_supervisor),

@@ -141,6 +141,56 @@ static void test_scancel_fails(void **state)
 	has(slurp(file("result.77.3")), "message=(none)\n");
 }
 
+/* Issue 32 item 13: a node other than srun's lost (its tasks never end,
+ * and srun would wait for Slurm's DOWN): srun's stderr is told before the
+ * end goes down, and the step's end ends the step itself (scancel
+ * JOB.STEP, not the job), in the event log. srun's node lost: the job's
+ * end instead, and nothing said of the step. */
+static void test_lost_node_ends_the_step(void **state)
+{
+	struct pm_step *s;
+	char *ev;
+	(void)state;
+
+	fake_scancel(0);
+	s = root();
+	s->srun_node_id = -1;
+	pm_step_lost_at_end(s, 1, 2);
+	assert_true(s->end_step);
+	assert_non_null(s->gen.said);
+	has(s->gen.said, "procmgr: step 77.3 is over, but node 127.0.0.2 (and 1 more) was lost: "
+		"Slurm would keep srun waiting for its tasks until it marks the node DOWN "
+		"(SlurmdTimeout); procmgr ends the step once every other rank has exited "
+		"(scancel 77.3, safe now), and srun returns their exit status within KillWait "
+		"+ 2 s");
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_string_equal(slurp(file("scancel.args")), "77.3\n");
+	ev = slurp(file("events"));
+	has(ev, "\"event\":\"step_ended\",\"step\":\"77.3\",\"reason\":\"a node was lost: "
+		"its tasks never end\"}");
+	has(slurp(file("result.77.3")), "result=succeeded\nexit_code=0\n");
+	node_down(&nodes[0]);
+	unlink(file("scancel.args"));
+
+	/* srun's own node: the job goes instead, the step is not told of. */
+	s = root();
+	pm_step_srun_lost(s, 1);
+	pm_step_lost_at_end(s, 1, 1);
+	assert_false(s->end_step);
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_string_equal(slurp(file("scancel.args")), "77\n");
+	node_down(&nodes[0]);
+	unlink(file("scancel.args"));
+
+	/* No node lost: no scancel at all. */
+	s = root();
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_int_equal(access(file("scancel.args"), F_OK), -1);
+}
+
 /* Every rank succeeded, srun on a node kept; srun elsewhere. */
 static void test_results(void **state)
 {
@@ -196,6 +246,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_srun_lost, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(test_scancel_fails, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(test_results, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(test_lost_node_ends_the_step, jsetup, jteardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

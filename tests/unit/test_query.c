@@ -278,8 +278,8 @@ static void test_status_recovery(void **state)
 	pm_st_summarize(p, 2, NULL, 0, &s);
 	assert_int_equal(pm_st_recovery_line(&s, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "last restart: generation 2, every rank running again 0.29 s "
-				 "after the failure (procmgr's part only: no heartbeat yet, or no "
-				 "hang timeout)");
+				 "after the failure (procmgr's part only: no heartbeat yet, or the "
+				 "program sends none)");
 	/* No restart yet: nothing to say. */
 	pm_st_summarize(p + 1, 1, NULL, 0, &s);
 	assert_int_equal(pm_st_recovery_line(&s, buf, sizeof(buf)), -1);
