@@ -317,6 +317,17 @@ void pm_state_drop_replicas(struct pm_state_store *s, uint32_t owner_node,
 	}
 }
 
+/* Blob i goes: its file handed to release, the last blob in its place. */
+static void drop_at(struct pm_state_store *s, size_t i, void (*release)(int, void *), void *arg)
+{
+	struct pm_state_blob *b = &s->b[i];
+
+	if (release && b->handle >= 0)
+		release(b->handle, arg);
+	s->held -= b->size;
+	*b = s->b[--s->nb];
+}
+
 size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const char *name,
 				uint32_t by_owner, void (*release)(int, void *), void *arg)
 {
@@ -326,10 +337,7 @@ size_t pm_state_drop_superseded(struct pm_state_store *s, int32_t grank, const c
 		struct pm_state_blob *b = &s->b[i];
 		if (b->replica && b->owner_node != by_owner && b->grank == grank &&
 		    !strcmp(b->name, name)) {
-			if (release && b->handle >= 0)
-				release(b->handle, arg);
-			s->held -= b->size;
-			*b = s->b[--s->nb];
+			drop_at(s, i, release, arg);
 			dropped++;
 		} else {
 			i++;
@@ -349,10 +357,7 @@ size_t pm_state_drop_rank(struct pm_state_store *s, uint32_t owner, int32_t gran
 	for (size_t i = 0; i < s->nb;) {
 		struct pm_state_blob *b = &s->b[i];
 		if (b->grank == grank && (own || (b->replica && b->owner_node == owner))) {
-			if (release && b->handle >= 0)
-				release(b->handle, arg);
-			s->held -= b->size;
-			*b = s->b[--s->nb];
+			drop_at(s, i, release, arg);
 			dropped++;
 		} else {
 			i++;
