@@ -95,8 +95,10 @@ static void test_torchrun_env(void **state)
 	assert_non_null(strstr(fake_spank_env(PM_ENV_SOCK), "/tmp/procmgr-test/42.1"));
 	assert_non_null(strstr(fake_spank_env("TORCHELASTIC_ERROR_FILE"),
 			       "/tmp/procmgr-test/42.1"));
-	/* No hang timeout: no heartbeat file for the command. */
-	assert_null(fake_spank_env(PM_ENV_HEARTBEAT));
+	/* No hang timeout: a heartbeat file all the same, for the recovery
+	 * figure (a program that heartbeats has its time to training again
+	 * said; issue 32 item 11). */
+	assert_non_null(fake_spank_env(PM_ENV_HEARTBEAT));
 	/* torch's threads: set by procmgr unless the task has its own. */
 	assert_non_null(fake_spank_env("OMP_NUM_THREADS"));
 }
