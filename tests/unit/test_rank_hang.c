@@ -637,7 +637,7 @@ static void test_trial_dir_refused(void **state)
  * goes there, the trial is answered why. */
 static void test_trial_dir_theirs(void **state)
 {
-	char dir[] = "/tmp/pm-test-trialdir.XXXXXX", out[64], opts[96], cmd[96];
+	char dir[] = "/tmp/pm-test-trialdir.XXXXXX", out[64], opts[96], cmd[192];
 	struct rsup_cfg c = { 0 };
 	struct pm_msg m;
 	(void)state;
