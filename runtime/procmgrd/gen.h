@@ -70,8 +70,10 @@ struct pm_gen_ops {
 	/* The root ends the step (FINISH or give-up) after nlost nodes were
 	 * lost, first the first: Slurm waits for their tasks until it marks
 	 * them DOWN; called before the end goes down the tree, so that what
-	 * it tells reaches srun's stderr. May be NULL. */
-	void (*lost_at_end)(void *ctx, int first, unsigned nlost);
+	 * it tells reaches srun's stderr. silent: some node was lost by
+	 * silence (a timeout), which a partition makes too: its tasks may
+	 * live on the other side. May be NULL. */
+	void (*lost_at_end)(void *ctx, int first, unsigned nlost, bool silent);
 	/* Sweeps (cf.sweep, the root): every node is ready, the sweep's
 	 * queue takes the slots instead of a generation; and a failure the
 	 * machine saw while it runs (a node or a supervisor lost, a check,
@@ -185,6 +187,7 @@ struct pm_gen {
 	/* root only */
 	int lost_first;              /* the first node declared lost (nlost > 0) */
 	unsigned nlost;              /* nodes declared lost */
+	bool lost_silent;            /* one of them by silence, not by its end */
 	/* The node being declared lost for a failed health check (-1 none):
 	 * its slurmstepd lives, its tasks end; not counted in nlost. */
 	int lost_alive;

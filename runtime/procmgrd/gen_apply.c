@@ -31,7 +31,7 @@ void pm_gen_root_restart(struct pm_gen *g, unsigned delay_ms)
 static void lost_at_end(struct pm_gen *g)
 {
 	if (g->nlost && g->cf.ops->lost_at_end)
-		g->cf.ops->lost_at_end(g->cf.ctx, g->lost_first, g->nlost);
+		g->cf.ops->lost_at_end(g->cf.ctx, g->lost_first, g->nlost, g->lost_silent);
 }
 
 static void give_up(struct pm_gen *g, const struct pm_verdict *v)
@@ -217,6 +217,11 @@ void pm_gen_root_lost(struct pm_gen *g, int node, const char *why)
 	if (!why)
 		why = "its procmgrd or slurmstepd went away";
 	g->lost_alive = strncmp(why, PM_GEN_HEALTH_LOST, strlen(PM_GEN_HEALTH_LOST)) ? -1 : node;
+	/* Only a closed connection or a node's own word says its processes
+	 * ended; a timeout is what a cut network gives too (a root cut off
+	 * with a few nodes must not end the step the other side goes on). */
+	if (g->lost_alive < 0 && !strstr(why, "went away"))
+		g->lost_silent = true;
 	if (g->cf.sweep && pm_gen_sweep_lost(g, node, why))
 		return; /* its trials are requeued on the other nodes */
 	if (g->cf.sweep && pm_gen_spares(g) && g->cf.ops->sweep_takeover) {

@@ -104,16 +104,26 @@ static void write_result(struct pm_step *s)
 		close(dfd);
 }
 
-void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost)
+void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost, bool silent)
 {
 	char more[32] = "";
 
 	/* srun went with its node: the job ends instead (scancel below). */
 	if (s->srun_lost || s->cancelled || first < 0 || first >= s->nnodes)
 		return;
-	s->end_step = true;
 	if (nlost > 1)
 		snprintf(more, sizeof(more), " (and %u more)", nlost - 1);
+	if (silent) {
+		/* Down or cut off: from here the two look the same, and a
+		 * scancel of the step would end the side that goes on. */
+		pm_gen_tell(&s->gen, "procmgr: step %u.%u is over here, but node %s%s went silent "
+			    "(down, or cut off from this node): srun waits for its tasks until "
+			    "Slurm marks it DOWN (SlurmdTimeout) or they end; if it is down, "
+			    "scancel %u.%u ends the wait", s->job, s->stepid, s->names[first], more,
+			    s->job, s->stepid);
+		return;
+	}
+	s->end_step = true;
 	pm_gen_tell(&s->gen, "procmgr: step %u.%u is over, but node %s%s was lost: Slurm would "
 		    "keep srun waiting for its tasks until it marks the node DOWN (SlurmdTimeout); "
 		    "procmgr ends the step once every other rank has exited (scancel %u.%u, safe "

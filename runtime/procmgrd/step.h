@@ -56,7 +56,7 @@ struct pm_step_hooks {
 	int (*hang_outlier)(struct pm_step *s, int *node, struct pm_stack_verdict *v,
 			    uint64_t *last_ms);
 	void (*node_lost)(struct pm_step *s, int node);
-	void (*lost_at_end)(struct pm_step *s, int first, unsigned nlost);
+	void (*lost_at_end)(struct pm_step *s, int first, unsigned nlost, bool silent);
 	void (*sweep_launch)(void *ctx);
 	void (*sweep_fail)(void *ctx, const struct pm_msg *m);
 	int (*sweep_node_lost)(void *ctx, int node, const char *why);
@@ -221,9 +221,10 @@ void pm_gate_free(struct pm_step *s);
  * job's end. */
 void pm_step_srun_lost(struct pm_step *s, int node);
 /* The root ends the step after nodes were lost (the gen machine's
- * lost_at_end): srun told why it still waits, and the step ended with
- * scancel at procmgrd's end (pm_step_jobend). */
-void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost);
+ * lost_at_end): srun told why it still waits, and, when every lost node
+ * was seen to end (not silent), the step ended with scancel at
+ * procmgrd's end (pm_step_jobend). */
+void pm_step_lost_at_end(struct pm_step *s, int first, unsigned nlost, bool silent);
 void pm_step_jobend(struct pm_step *s);
 /* A new tree connection (fd accepted): held until its HELLO, or refused
  * ("busy", said to it) and closed. */

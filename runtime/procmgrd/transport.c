@@ -290,12 +290,12 @@ static void sweep_fail(void *ctx, const struct pm_msg *m)
 		s->hooks->sweep_fail(ctx, m);
 }
 
-static void lost_at_end(void *ctx, int first, unsigned nlost)
+static void lost_at_end(void *ctx, int first, unsigned nlost, bool silent)
 {
 	struct pm_step *s = ctx;
 
 	if (s->hooks && s->hooks->lost_at_end)
-		s->hooks->lost_at_end(s, first, nlost);
+		s->hooks->lost_at_end(s, first, nlost, silent);
 }
 
 static int sweep_node_lost(void *ctx, int node, const char *why)

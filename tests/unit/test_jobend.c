@@ -155,7 +155,7 @@ static void test_lost_node_ends_the_step(void **state)
 	fake_scancel(0);
 	s = root();
 	s->srun_node_id = -1;
-	pm_step_lost_at_end(s, 1, 2);
+	pm_step_lost_at_end(s, 1, 2, false);
 	assert_true(s->end_step);
 	assert_non_null(s->gen.said);
 	has(s->gen.said, "procmgr: step 77.3 is over, but node 127.0.0.2 (and 1 more) was lost: "
@@ -176,13 +176,28 @@ static void test_lost_node_ends_the_step(void **state)
 	/* srun's own node: the job goes instead, the step is not told of. */
 	s = root();
 	pm_step_srun_lost(s, 1);
-	pm_step_lost_at_end(s, 1, 1);
+	pm_step_lost_at_end(s, 1, 1, false);
 	assert_false(s->end_step);
 	pm_gen_sweep_end(&s->gen, 0, "");
 	pm_step_jobend(s);
 	assert_string_equal(slurp(file("scancel.args")), "77\n");
 	node_down(&nodes[0]);
 	unlink(file("scancel.args"));
+
+	/* A node lost by silence (a timeout): down, or cut off with the
+	 * step going on beyond the cut (spares.bats' partition: the old
+	 * root's scancel ended the side that went on). Said, no scancel. */
+	s = root();
+	s->srun_node_id = -1;
+	pm_step_lost_at_end(s, 1, 1, true);
+	assert_false(s->end_step);
+	has(s->gen.said, "procmgr: step 77.3 is over here, but node 127.0.0.2 went silent (down, "
+		"or cut off from this node): srun waits for its tasks until Slurm marks it DOWN "
+		"(SlurmdTimeout) or they end; if it is down, scancel 77.3 ends the wait");
+	pm_gen_sweep_end(&s->gen, 0, "");
+	pm_step_jobend(s);
+	assert_int_equal(access(file("scancel.args"), F_OK), -1);
+	node_down(&nodes[0]);
 
 	/* No node lost: no scancel at all. */
 	s = root();
