@@ -5,8 +5,9 @@ the bytes another run saved, "none" if nothing), then MODE (argv[1]);
 argv[2] is $W, the test's directory:
 
 once      saves "TRIAL:RANK:RESTART" and ends.
-failonce  saves it, and fails (exit 3) on its first run: a restart in
-          place follows, which must find its own save.
+failonce  saves it, and once every rank of the trial has, fails (exit 3)
+          on its first run: a restart in place follows, which must find
+          its own save.
 safe      saves it padded to 1 MiB, waits until the buddy node holds
           that version (procmgr.saved()'s safe), ends.
 hold      saves nothing, says "up" in $W/up, waits for $W/go, ends.
@@ -52,6 +53,17 @@ def main():
                     return 1
                 time.sleep(0.02)
     if mode == "failonce" and restart == 0:
+        # Every rank's save is in before any fails: the first failure stops
+        # the trial's other ranks, and one stopped before its save would
+        # find nothing at the restart for a reason of the test's own.
+        world = int(os.environ["WORLD_SIZE"])
+        t0 = time.monotonic()
+        while not all(os.path.exists(os.path.join(W, "saved.%s.%d" % (trial, r)))
+                      for r in range(world)):
+            if time.monotonic() - t0 > 60:
+                say("seen", "%s %d the others never saved" % (trial, rank))
+                return 1
+            time.sleep(0.02)
         return 3
     if mode in ("hold", "holdsave"):
         say("up", "%s %d %s" % (trial, rank, os.environ.get("SLURMD_NODENAME", "?")))
