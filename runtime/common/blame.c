@@ -20,20 +20,6 @@ struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsign
 	return (struct pm_blame){ PM_BLAME_NONE, -1 };
 }
 
-int pm_blame_outlier(const int *group, const int *ranks, int n, int ngroups)
-{
-	int i, alone = -1, k = 0;
-
-	if (n < 3 || ngroups != 2)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (group[i] == 1) {
-			alone = ranks[i];
-			k++;
-		}
-	return k == 1 ? alone : -1;
-}
-
 /* appends to buf at *off, never past len */
 static void add(char *buf, size_t len, size_t *off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -44,12 +44,6 @@ struct pm_blame {
 struct pm_blame pm_blame_hang(int first, int followers, uint64_t lead_ms, unsigned resolution_ms,
 			      int outlier);
 
-/* The one rank whose stack differs from the others', which all share one
- * stack, given pm_stack_group's groups (group[i] of ranks[i], ngroups
- * numbered by decreasing size); -1 if there is none such (fewer than 3
- * stacks, or more than one place the ranks differ). */
-int pm_blame_outlier(const int *group, const int *ranks, int n, int ngroups);
-
 /* What the stacks of a hang say (pure). Ranks are compared by their main
  * thread (common/stacks.h's pm_stack_where): by its innermost Python
  * frame when every stack taken has Python frames, else by its native

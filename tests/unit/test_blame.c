@@ -399,31 +399,6 @@ static void test_text(void **state)
 			    "more)");
 }
 
-static int outlier(const char *const *stacks, const int *ranks, int n)
-{
-	int group[16];
-	int ng = pm_stack_group(stacks, ranks, n, group);
-
-	return pm_blame_outlier(group, ranks, n, ng);
-}
-
-static void test_outlier(void **state)
-{
-	const char *common[] = { WAIT, WAIT, SPIN, WAIT };
-	const char *two[] = { WAIT, SPIN, SPIN, WAIT };
-	const char *three[] = { WAIT, SPIN, SLEEP, WAIT };
-	const char *same[] = { WAIT, WAIT, WAIT };
-	const char *pair[] = { WAIT, SPIN };
-	int ranks[] = { 4, 5, 6, 7 };
-	(void)state;
-
-	assert_int_equal(outlier(common, ranks, 4), 6);
-	assert_int_equal(outlier(two, ranks, 4), -1);   /* two and two: no one stands out */
-	assert_int_equal(outlier(three, ranks, 4), -1); /* two ranks elsewhere */
-	assert_int_equal(outlier(same, ranks, 3), -1);
-	assert_int_equal(outlier(pair, ranks, 2), -1);  /* which of two is odd? */
-}
-
 static void test_hang(void **state)
 {
 	struct pm_blame b;
@@ -457,7 +432,6 @@ static void test_hang(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_outlier),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_stacks_stuck_in_python),
 		cmocka_unit_test(test_stacks_no_python_frames),
