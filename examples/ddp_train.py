@@ -266,11 +266,15 @@ def maybe_crash(step, rank, timings):
 
 
 def leave(code):
-    """Exit with CODE, the process group destroyed first. A process that
-    exits with it alive runs gloo's destructors at interpreter shutdown,
-    where under load one aborted ("terminate called without an active
-    exception", exit -6 instead of CODE)."""
+    """Exit with CODE, the process group destroyed first, by every rank
+    together. A process that exits with it alive runs gloo's destructors at
+    interpreter shutdown, where under load one aborted ("terminate called
+    without an active exception", exit -6 instead of CODE). The barrier
+    first: a rank that tears its connections down while a peer's last
+    collective is still in flight left that peer hung at its exit (once in
+    CI, the step held until srun's timeout)."""
     if dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
     sys.exit(code)
 
@@ -406,20 +410,26 @@ def main():
     hi, lo = final.clone(), final.clone()
     dist.all_reduce(hi, op=dist.ReduceOp.MAX)
     dist.all_reduce(lo, op=dist.ReduceOp.MIN)
-    if rank == 0:
+    # Every rank holds hi and lo, so every rank reaches the same verdict and
+    # leaves together (leave's barrier); rank 0 says it.
+    code = 0
+    if not (math.isfinite(hi.item()) and math.isfinite(lo.item())):
         # NaN equals nothing, itself included: a diverged run is said as
         # such, not as replicas that differ.
-        if not (math.isfinite(hi.item()) and math.isfinite(lo.item())):
-            log(f"training diverged: the final loss is {lo.item()!r} to {hi.item()!r} "
-                f"(--width {args.width} at --lr {args.lr}: lower --lr)")
-            leave(4)
-        if hi.item() != lo.item():
-            log(f"replicas differ: {lo.item()!r} to {hi.item()!r}")
-            leave(3)
-        print(f"final loss: {final.item()!r} after {args.steps} steps, "
-              f"{world} ranks, generation "
-              f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", flush=True)
-    dist.destroy_process_group()
+        code = 4
+        msg = (f"training diverged: the final loss is {lo.item()!r} to {hi.item()!r} "
+               f"(--width {args.width} at --lr {args.lr}: lower --lr)")
+    elif hi.item() != lo.item():
+        code = 3
+        msg = f"replicas differ: {lo.item()!r} to {hi.item()!r}"
+    if rank == 0:
+        if code:
+            log(msg)
+        else:
+            print(f"final loss: {final.item()!r} after {args.steps} steps, "
+                  f"{world} ranks, generation "
+                  f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", flush=True)
+    leave(code)
 
 
 if __name__ == "__main__":

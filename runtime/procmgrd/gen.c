@@ -220,14 +220,14 @@ void pm_gen_tell(struct pm_gen *g, const char *fmt, ...)
 
 /* ---- what every node does on the root's word ---- */
 
-static void arm_stop(struct pm_gen *g, int stage, unsigned ms)
+static void arm_stop(struct pm_gen *g, enum pm_stop_stage stage, unsigned ms)
 {
-	g->stop_stage = ms ? stage : 0;
-	if (g->cf.ops->arm_stop && (ms || stage == 0))
+	g->stop_stage = ms ? stage : PM_STOP_NONE;
+	if (g->cf.ops->arm_stop && (ms || stage == PM_STOP_NONE))
 		g->cf.ops->arm_stop(g->cf.ctx, ms);
 }
 
-void pm_gen_arm_stop(struct pm_gen *g, int stage, unsigned ms)
+void pm_gen_arm_stop(struct pm_gen *g, enum pm_stop_stage stage, unsigned ms)
 {
 	arm_stop(g, stage, ms);
 }
@@ -249,7 +249,7 @@ void pm_gen_stop(struct pm_gen *g, uint32_t gen)
 		g->kids[i].stopped = 0;
 		g->kids[i].stopped_rep = false;
 	}
-	arm_stop(g, 1, g->cf.stop_bound_ms +
+	arm_stop(g, PM_STOP_OWN, g->cf.stop_bound_ms +
 			       (g->stop_flags & PM_FLAG_HUNG ? g->cf.stack_ms : 0));
 	pm_msg_init(&m, PM_MSG_STOP);
 	m.gen = gen;
@@ -298,7 +298,7 @@ void pm_gen_start(struct pm_gen *g, uint32_t gen)
 		return;
 	g->gen = gen;
 	g->phase = PM_PHASE_RUNNING;
-	arm_stop(g, 0, 0);
+	arm_stop(g, PM_STOP_NONE, 0);
 	for (i = 0; i < g->nkids; i++)
 		g->kids[i].done = 0;
 	g->done_sent = false;
@@ -324,7 +324,7 @@ void pm_gen_end(struct pm_gen *g, const struct pm_msg *m)
 	if (pm_gen_terminal(g))
 		return;
 	g->phase = m->type == PM_MSG_FINISH ? PM_PHASE_FINISHED : PM_PHASE_ABORTED;
-	arm_stop(g, 0, 0);
+	arm_stop(g, PM_STOP_NONE, 0);
 	g->end_msg = *m;
 	g->cf.ops->send_down(g->cf.ctx, m);
 	send_ranks(g, m);
@@ -338,7 +338,7 @@ void pm_gen_leave(struct pm_gen *g, const char *why)
 	if (pm_gen_terminal(g))
 		return;
 	g->phase = PM_PHASE_ABORTED;
-	arm_stop(g, 0, 0);
+	arm_stop(g, PM_STOP_NONE, 0);
 	/* Its ranks end without failing the job: the spare runs them now. */
 	pm_msg_init(&m, PM_MSG_ABORT);
 	m.gen = g->gen;

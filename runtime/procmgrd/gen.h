@@ -37,6 +37,16 @@ enum pm_phase {
 	PM_PHASE_ABORTED,
 };
 
+/* The one stop timer's meaning, stage by stage: a stop first waits for this
+ * node's own ranks, then for the children's reports; a node that took the
+ * root's place waits for most of the step to come to it. */
+enum pm_stop_stage {
+	PM_STOP_NONE,     /* the timer is off */
+	PM_STOP_OWN,      /* this node's ranks must have stopped */
+	PM_STOP_CHILDREN, /* every child must have reported its subtree stopped */
+	PM_STOP_ELECTION, /* most of the step must have come to the new root */
+};
+
 /* What the machine asks of the world. ctx is pm_gen_config.ctx. */
 struct pm_gen_ops {
 	void (*send_up)(void *ctx, const struct pm_msg *m);
@@ -167,7 +177,7 @@ struct pm_gen {
 	bool running_sent[2];
 	uint64_t start_t0;           /* this generation's START */
 	enum pm_checks_state checks; /* between this generation and the next */
-	int stop_stage;              /* 1: own ranks' deadline, 2: children's */
+	enum pm_stop_stage stop_stage; /* which deadline the stop timer is */
 	/* Spares (cf.spares > 0). */
 	int nactive;                 /* slots: nnodes - spares */
 	int *slot_node, *node_slot;  /* node_slot -1: no slot (a spare, or lost) */

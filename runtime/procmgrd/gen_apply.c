@@ -318,9 +318,9 @@ void pm_gen_root_act(struct pm_gen *g)
 	 * node lost with the old root never reports, and only this deadline
 	 * declares it lost (pm_gen_missing) so that a generation can start. */
 	if (g->phase == PM_PHASE_STOPPING)
-		pm_gen_arm_stop(g, 1, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
+		pm_gen_arm_stop(g, PM_STOP_OWN, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
 	else
-		pm_gen_arm_stop(g, 0, 0);
+		pm_gen_arm_stop(g, PM_STOP_NONE, 0);
 	pm_gen_event(g, "root_moved", "\"gen\":%u,\"root\":\"%s\",\"reason\":\"%s\"", g->gen,
 		     pm_gen_node_name(g, g->cf.node), g->elect_why);
 	g->fail_t0 = now(g);
@@ -333,6 +333,11 @@ void pm_gen_root_act(struct pm_gen *g)
 		said |= g->repl[i].lost == 0;
 	if (!said)
 		root_replace(g, 0, g->elect_why);
+	else if (g->cf.ops->node_lost)
+		/* Decided by the old root, told here only as a slot's change:
+		 * what depends on node 0 here (srun on it, jobend.c) learns of
+		 * its loss now, as from a verdict (apply). */
+		g->cf.ops->node_lost(g->cf.ctx, 0);
 	/* Nodes lost while no root was deciding still hold their slots. */
 	for (i = 0; i < g->nexcluded && !pm_gen_terminal(g); i++)
 		if (g->xlist[i] != 0 && pm_gen_slot(g, g->xlist[i]) >= 0)

@@ -303,16 +303,16 @@ void pm_gen_stop_timer(struct pm_gen *g)
 	char why[256];
 	int i;
 
-	if (g->stop_stage == 3) {
-		g->stop_stage = 0;
+	if (g->stop_stage == PM_STOP_ELECTION) {
+		g->stop_stage = PM_STOP_NONE;
 		if (g->electing)
 			pm_gen_leave(g, "procmgr: lost the root and could not reach most of the "
 					"step; this node ends its part");
 		return;
 	}
-	if (g->phase != PM_PHASE_STOPPING || !g->stop_stage)
+	if (g->phase != PM_PHASE_STOPPING || g->stop_stage == PM_STOP_NONE)
 		return;
-	if (g->stop_stage == 1) {
+	if (g->stop_stage == PM_STOP_OWN) {
 		for (i = 0; i < g->cf.ntasks_local; i++)
 			if (g->ranks[i].stop_pending) {
 				snprintf(why, sizeof(why), "rank %d did not stop within %.1f s",
@@ -323,7 +323,7 @@ void pm_gen_stop_timer(struct pm_gen *g)
 				return;
 			}
 		if (g->cf.stop_margin_ms && levels_below(g)) {
-			pm_gen_arm_stop(g, 2, g->cf.stop_margin_ms * levels_below(g));
+			pm_gen_arm_stop(g, PM_STOP_CHILDREN, g->cf.stop_margin_ms * levels_below(g));
 			return;
 		}
 	}
@@ -345,7 +345,7 @@ void pm_gen_stop_timer(struct pm_gen *g)
 			pm_gen_lost(g, miss[i], why);
 		}
 	}
-	g->stop_stage = 0;
+	g->stop_stage = PM_STOP_NONE;
 	pm_gen_progress(g);
 }
 
@@ -412,7 +412,7 @@ void pm_gen_take_root(struct pm_gen *g, const char *why)
 		pm_gen_stop(g, g->gen); /* a sweep's new root stops old trials itself */
 	/* Most of the step must come to us within a stop's bound, or this
 	 * side is the one cut off. */
-	pm_gen_arm_stop(g, 3, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
+	pm_gen_arm_stop(g, PM_STOP_ELECTION, g->cf.stop_bound_ms ? g->cf.stop_bound_ms : 10000);
 	pm_gen_root_act(g);
 	pm_gen_progress(g);
 }

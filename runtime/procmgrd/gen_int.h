@@ -39,7 +39,7 @@ void pm_gen_said_hello(struct pm_gen *g, int lrank);
 
 /* The stop deadline: stage 1 own ranks, 2 children, 3 the election; 0
  * (with ms 0) disarms it. */
-void pm_gen_arm_stop(struct pm_gen *g, int stage, unsigned ms);
+void pm_gen_arm_stop(struct pm_gen *g, enum pm_stop_stage stage, unsigned ms);
 
 /* gen_report.c: reports up, after every input. */
 void pm_gen_progress(struct pm_gen *g);

@@ -85,7 +85,7 @@ void pm_query_hang_report(struct pm_step *s);
 struct pm_stack_verdict;
 int pm_query_hang_outlier(struct pm_step *s, int *node, struct pm_stack_verdict *v,
 			  uint64_t *last_ms);
-void pm_query_hang_clear(void);
+void pm_query_hang_clear(struct pm_step *s);
 /* The event log's listener (step_setup.c's hooks): at "hang", the hang's
  * stacks are said (pm_query_hang_report); at "start", forgotten. */
 void pm_query_hang_event(struct pm_step *s, const char *name);

@@ -31,38 +31,47 @@ struct pm_hang_stack {
 };
 
 /* The root's: the stacks of this generation's hang, as they come. */
-static struct pm_hang_stack *kept;
-static int nkept, kept_cap;
-static uint64_t last_kept_ms; /* when the last one came: the capture's end */
+struct pm_hang_stacks {
+	struct pm_hang_stack *kept;
+	int n, cap;
+	uint64_t last_ms; /* when the last one came: the capture's end */
+};
 
-static void keep(int rank, int node, const char *text)
+static void keep(struct pm_step *s, int rank, int node, const char *text)
 {
-	if (nkept == kept_cap) {
-		int n = kept_cap ? kept_cap * 2 : 16;
-		struct pm_hang_stack *p = realloc(kept, (size_t)n * sizeof(*p));
+	struct pm_hang_stacks *h = s->hang_stacks;
+
+	if (!h && !(h = s->hang_stacks = calloc(1, sizeof(*h))))
+		return;
+	if (h->n == h->cap) {
+		int n = h->cap ? h->cap * 2 : 16;
+		struct pm_hang_stack *p = realloc(h->kept, (size_t)n * sizeof(*p));
 		if (!p)
 			return;
-		kept = p;
-		kept_cap = n;
+		h->kept = p;
+		h->cap = n;
 	}
-	kept[nkept].text = strdup(text);
-	if (!kept[nkept].text)
+	h->kept[h->n].text = strdup(text);
+	if (!h->kept[h->n].text)
 		return;
-	kept[nkept].rank = rank;
-	kept[nkept].node = node;
-	nkept++;
-	last_kept_ms = pm_now_ms();
+	h->kept[h->n].rank = rank;
+	h->kept[h->n].node = node;
+	h->n++;
+	h->last_ms = pm_now_ms();
 }
 
-void pm_query_hang_clear(void)
+void pm_query_hang_clear(struct pm_step *s)
 {
+	struct pm_hang_stacks *h = s->hang_stacks;
 	int i;
 
-	for (i = 0; i < nkept; i++)
-		free(kept[i].text);
-	free(kept);
-	kept = NULL;
-	nkept = kept_cap = 0;
+	if (!h)
+		return;
+	for (i = 0; i < h->n; i++)
+		free(h->kept[i].text);
+	free(h->kept);
+	free(h);
+	s->hang_stacks = NULL;
 }
 
 void pm_query_hang_event(struct pm_step *s, const char *name)
@@ -70,7 +79,7 @@ void pm_query_hang_event(struct pm_step *s, const char *name)
 	if (!strcmp(name, "hang"))
 		pm_query_hang_report(s); /* its own event comes back here first */
 	else if (!strcmp(name, "start"))
-		pm_query_hang_clear();
+		pm_query_hang_clear(s);
 }
 
 /* In state_dir beside the step's logs, for after the step: JOB/STEP.hang.RANK.stack. */
@@ -149,8 +158,8 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 		if (!pm_stack_normalize(raw, text, PM_WIRE_TEXT_MAX + 1) || !has_frames(text))
 			missing_why(raw, grank, text, PM_WIRE_TEXT_MAX + 1);
 		save(s, grank, text);
-		if (s->node == 0) {
-			keep(grank, s->node, text);
+		if (s->gen.root) {
+			keep(s, grank, s->node, text);
 		} else if (s->parent && s->parent_ok) {
 			struct pm_msg m;
 			pm_msg_init(&m, PM_MSG_ANSWER);
@@ -166,8 +175,9 @@ void pm_query_rank_ended(struct pm_step *s, int lrank)
 
 void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
 {
-	if (s->node == 0)
-		keep(m->rank, m->node, m->text);
+	/* The root's, wherever it is now: node 0's until a failover. */
+	if (s->gen.root)
+		keep(s, m->rank, m->node, m->text);
 	else if (s->parent && s->parent_ok)
 		pm_step_send(s, s->parent, m);
 }
@@ -175,12 +185,13 @@ void pm_query_hang_answer(struct pm_step *s, const struct pm_msg *m)
 int pm_query_hang_outlier(struct pm_step *s, int *node, struct pm_stack_verdict *v,
 			  uint64_t *last_ms)
 {
+	struct pm_hang_stacks *h = s->hang_stacks;
+	int nkept = h ? h->n : 0, i;
+	struct pm_hang_stack *kept = h ? h->kept : NULL;
 	const char **texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
 	int *ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
-	int i;
-	(void)s;
 
-	*last_ms = last_kept_ms;
+	*last_ms = h ? h->last_ms : 0;
 	memset(v, 0, sizeof(*v));
 	v->rank = -1;
 	if (texts && ranks) {
@@ -228,21 +239,29 @@ void pm_query_hang_report(struct pm_step *s)
 	const char *why = s->gen.hang.blamed_by == PM_BLAME_STACK ? "its stack stands apart"
 			  : "hung first";
 	size_t off = 0, goff = 0;
-	uint64_t last = last_kept_ms;
+	struct pm_hang_stacks *h;
+	struct pm_hang_stack *kept;
+	uint64_t last = s->hang_stacks ? s->hang_stacks->last_ms : 0;
+	int nkept;
 
 	/* Every rank of the step has a line: one whose stack never came (its
 	 * node or supervisor lost, its command gone before any capture) says
 	 * so instead of being left out of the count. */
 	for (g = 0; g < pm_gen_world(&s->gen); g++) {
-		for (i = 0; i < nkept && kept[i].rank != g; i++)
+		h = s->hang_stacks;
+		for (i = 0; h && i < h->n && h->kept[i].rank != g; i++)
 			;
-		if (i == nkept) {
+		if (!h || i == h->n) {
 			snprintf(ex, sizeof(ex), PM_NO_STACK "rank %d: none came before the stop (its "
 				 "node or supervisor was lost, or its command ended first)\n", g);
-			keep(g, -1, ex);
+			keep(s, g, -1, ex);
 		}
 	}
-	last_kept_ms = last; /* the capture's end is the last real one's */
+	if (!(h = s->hang_stacks))
+		return;
+	h->last_ms = last; /* the capture's end is the last real one's */
+	kept = h->kept;
+	nkept = h->n;
 	texts = calloc((size_t)(nkept ? nkept : 1), sizeof(char *));
 	ranks = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
 	place = calloc((size_t)(nkept ? nkept : 1), sizeof(int));
@@ -322,8 +341,8 @@ void pm_query_hang_report(struct pm_step *s)
 		/* How long the stacks took, from the first rank judged hung: the
 		 * stop waits for them, and the recovery says them apart from
 		 * procmgr's part (recovery.c). */
-		unsigned long long cap = last_kept_ms > s->gen.fail_t0 ?
-					 (unsigned long long)(last_kept_ms - s->gen.fail_t0) : 0;
+		unsigned long long cap = last > s->gen.fail_t0 ?
+					 (unsigned long long)(last - s->gen.fail_t0) : 0;
 		snprintf(f, sizeof(f), "\"gen\":%u,\"rank\":%d,\"top\":\"%s\",\"ranks\":%d,"
 			 "\"taken\":%d,\"groups\":[%s],\"stack\":\"%s\",\"capture_ms\":%llu",
 			 s->gen.gen, hi >= 0 ? blamed : -1, etop, nkept, v.taken, groups, esc, cap);
@@ -331,5 +350,5 @@ void pm_query_hang_report(struct pm_step *s)
 	}
 out:
 	free(texts), free(ranks), free(place), free(members);
-	pm_query_hang_clear();
+	pm_query_hang_clear(s);
 }

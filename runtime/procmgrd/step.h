@@ -179,6 +179,8 @@ struct pm_step {
 	bool wait_term, got_term;
 	/* query.c: the procmgr command's requests in flight */
 	struct pm_queries *queries;
+	/* query_hang.c: the root's stacks of a hang, as they come; NULL: none */
+	struct pm_hang_stacks *hang_stacks;
 	/* Called once what was queued for the parent went to it, and when a
 	 * child joins: main.c holds a failed check's ready line until the
 	 * tree was told (else slurmstepd ends us before anyone knows why). */

@@ -122,7 +122,6 @@ int pm_step_init(struct pm_step *s)
 
 void pm_step_free(struct pm_step *s)
 {
-	bool queries;
 	int i;
 
 	pm_sweep_run_free(s);
@@ -148,10 +147,8 @@ void pm_step_free(struct pm_step *s)
 	for (i = 0; s->sup_pidfd && i < s->ntasks_local; i++)
 		if (s->sup_pidfd[i] >= 0)
 			close(s->sup_pidfd[i]);
-	queries = s->queries != NULL;
 	pm_query_free(s);
-	if (queries)
-		pm_query_hang_clear(); /* query_hang.c's, after the queries' */
+	pm_query_hang_clear(s);
 	pm_state_link_free(s);
 	pm_gate_free(s);
 	free(s->cmd_pgid);

@@ -110,8 +110,10 @@ static int setup(struct rank *r, int *grank, char *err, size_t errlen)
 	if (read_env(r, grank, err, errlen))
 		return -1;
 
-	/* Our own mask from slurmstepd is what the command should get, less
-	 * what slurmstepd blocks for itself. */
+	/* The command starts with no signal blocked (orig_mask, empty), not
+	 * with whatever slurmstepd left blocked: a program expects the
+	 * default. Ours is replaced whole (SIG_SETMASK, not SIG_BLOCK): just
+	 * the signals this loop takes from its signalfd, so they queue there. */
 	sigemptyset(&r->x.orig_mask);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

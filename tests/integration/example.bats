@@ -21,7 +21,7 @@ setup() {
 # sbatch the example and wait; its output in $W/$1.out.
 train() {
 	local name=$1; shift
-	timeout 120 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+	stacks_before_timeout 120 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
 		sbatch --wait --quiet -o "$W/$name.out" "$top/examples/train.sbatch" \
 		--steps 40 --ckpt-every 10 --state-every 0
 }

@@ -84,3 +84,26 @@ events() { cat "$STATE/$1/$2.events.jsonl"; }
 
 # At least N ranks have logged their start.
 started() { [ "$(count start)" -ge "$1" ]; }
+
+# Run CMD for at most SECS; if it is still running SECS-20 s in, the
+# stacks of every step of this testbed's running jobs go to stderr first (a
+# hang's evidence, before timeout kills it): for long srun runs that a rare
+# hang would otherwise leave undiagnosed.
+stacks_before_timeout() { # SECS CMD...
+	local secs=$1 pid nap j rc=0; shift
+	timeout "$secs" "$@" &
+	pid=$!
+	sleep $((secs - 20)) &
+	nap=$!
+	wait -n "$pid" "$nap" || true
+	if kill -0 "$pid" 2>/dev/null; then
+		for j in $(squeue -h -t R -o %i); do
+			echo "--- still running after $((secs - 20)) s: procmgr stacks --native $j.0"
+			timeout 15 "$PROCMGR" stacks --native "$j.0" 2>&1 | head -n 300
+		done >&2
+	fi
+	kill "$nap" 2>/dev/null || true
+	wait "$nap" 2>/dev/null || true
+	wait "$pid" || rc=$?
+	return $rc
+}

@@ -347,7 +347,7 @@ ddp_spare() { # name, rank to crash
 		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
 	ddp() { # name, then VAR=VALUE for the ranks
 		local name=$1; shift
-		env "$@" timeout 150 "${SRUN[@]}" --procmgr-grace=5 /usr/bin/python3 \
+		stacks_before_timeout 150 env "$@" "${SRUN[@]}" --procmgr-grace=5 /usr/bin/python3 \
 			"$top/examples/ddp_train.py" --ckpt-dir "$W/ckpt.$name" --steps 40 \
 			--ckpt-every 10 >"$W/$name.out" 2>&1
 	}
@@ -406,7 +406,7 @@ ddp_warm_spare() {
 		skip "no torch for /usr/bin/python3: apt-get install python3-torch (tests/install-deps)"
 	ddp() { # name, then VAR=VALUE for the ranks
 		local name=$1; shift
-		env PYTHONPATH="$top/python" "$@" timeout 180 "${SRUN[@]}" --procmgr-grace=5 \
+		stacks_before_timeout 180 env PYTHONPATH="$top/python" "$@" "${SRUN[@]}" --procmgr-grace=5 \
 			"$warm" /usr/bin/python3 "$top/examples/ddp_train.py" \
 			--ckpt-dir "$W/ckpt.$name" --steps 40 --ckpt-every 10 >"$W/$name.out" 2>&1
 	}

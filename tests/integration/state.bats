@@ -27,7 +27,7 @@ shmem_kb() { sed -n 's/^Shmem: *\([0-9]*\) kB/\1/p' /proc/meminfo; }
 
 train() {
 	local name=$1; shift
-	timeout 180 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
+	stacks_before_timeout 180 env DDP_TRAIN="$top/examples/ddp_train.py" CKPT_DIR="$W/ckpt.$name" "$@" \
 		sbatch --wait --quiet -o "$W/$name.out" "$top/examples/train.sbatch" \
 		--steps 40 --ckpt-every 10
 }

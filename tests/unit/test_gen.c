@@ -86,6 +86,13 @@ static void rec_avoid(void *ctx, const char *nodes, const char *why)
 	snprintf(avoided, sizeof(avoided), "%s", nodes);
 }
 static void rec_became_root(void *ctx) { (void)ctx; became++; }
+static int lost_said[8], nlost_said; /* node_lost ops, in order */
+static void rec_node_lost(void *ctx, int node)
+{
+	(void)ctx;
+	if (nlost_said < 8)
+		lost_said[nlost_said++] = node;
+}
 static int outlier_rank = -1; /* what hang_outlier answers, on node 0 */
 static uint64_t stacks_last_ms; /* and when the last stack came */
 static int rec_outlier(void *ctx, int *node, struct pm_stack_verdict *v, uint64_t *last_ms)
@@ -107,6 +114,7 @@ static const struct pm_gen_ops ops = {
 	.run_checks = rec_checks,
 	.event = rec_event, .log = rec_log, .now_ms = rec_now,
 	.avoid = rec_avoid, .became_root = rec_became_root, .hang_outlier = rec_outlier,
+	.node_lost = rec_node_lost,
 };
 
 /* A node of a step; policy mode with max restarts and first delay. */
@@ -1512,6 +1520,41 @@ static void test_new_root_acts_with_a_majority(void **state)
 	done(w);
 }
 
+/* The old root handed over itself (its REPLACE came down) before it went:
+ * the new root decides nothing again, but the old root's node is still
+ * lost to the step's I/O side (jobend.c: srun on it is gone, and the job
+ * must be ended; once it stayed RUNNING until Slurm's timeout). */
+static void test_new_root_says_a_handed_over_root_lost(void **state)
+{
+	struct world *w = spare_node(1);
+	struct pm_msg m;
+	int i;
+	(void)state;
+
+	launch(w, 1);
+	parent(w, PM_MSG_START, 0);
+	parent(w, PM_MSG_STOP, 0);
+	pm_msg_init(&m, PM_MSG_REPLACE);
+	m.node = 0;
+	m.rank = 0;
+	m.status = 4;
+	pm_msg_set_text(&m, "its slurmstepd went away");
+	assert_int_equal(pm_gen_parent_msg(&w->g, &m), 0);
+	nlost_said = 0;
+	clear(w);
+	pm_gen_take_root(&w->g, "node n0 closed the connection");
+	for (i = 2; i <= 4; i++) {
+		assert_true(pm_gen_adopt(&w->g, i) >= 0);
+		pm_gen_child_joined(&w->g, i);
+	}
+	assert_non_null(event(w, "root_moved"));
+	/* Not replaced twice. */
+	assert_int_equal(count(w, A_DOWN, -1, PM_MSG_REPLACE), 0);
+	assert_int_equal(nlost_said, 1);
+	assert_int_equal(lost_said[0], 0);
+	done(w);
+}
+
 static void test_new_root_without_majority_leaves(void **state)
 {
 	struct world *w = spare_node(1);
@@ -1938,6 +1981,7 @@ int main(void)
 		cmocka_unit_test(test_health_failure_with_spares_is_node_lost),
 		cmocka_unit_test(test_parent_candidates),
 		cmocka_unit_test(test_new_root_acts_with_a_majority),
+		cmocka_unit_test(test_new_root_says_a_handed_over_root_lost),
 		cmocka_unit_test(test_new_root_without_majority_leaves),
 		cmocka_unit_test(test_new_root_declares_the_other_lost_node),
 		cmocka_unit_test(test_child_that_never_joins_is_lost),

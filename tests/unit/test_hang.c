@@ -214,11 +214,51 @@ static void test_hang_missing(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+static bool one_in(void *arg)
+{
+	(void)arg;
+	return nodes[1].s.ranks[0] != NULL;
+}
+
+/* After a failover the root is node 1: a stack read there is the root's
+ * to keep (it was sent to a parent that is gone, and the summary at the
+ * hang said every rank's stack missing). */
+static void test_hang_moved_root(void **state)
+{
+	struct peer r;
+	struct pm_stack_verdict v;
+	char run[128], path[256];
+	uint64_t last = 0;
+	int node = -1;
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "/tmp/pm-test-hang-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	node_up(1, 2, 2, 1, 0, 0, true);
+	nodes[1].s.gen.root = true;
+	snprintf(run, sizeof(run), "%s/run", dir);
+	assert_int_equal(mkdir(run, 0700), 0);
+	pm_query_free(&nodes[1].s);
+	assert_int_equal(pm_query_init(&nodes[1].s, run, NULL), 0);
+	rank_pair(&nodes[1], &r);
+	rank_hello(&r, 0, 1);
+	assert_true(pm_pump(&loop, one_in, NULL, 5000));
+	left_stack(1, 0, ODD);
+	pm_query_rank_ended(&nodes[1].s, 0);
+	pm_query_hang_outlier(&nodes[1].s, &node, &v, &last);
+	assert_true(last > 0);
+	assert_int_equal(v.taken, 1);
+	peer_free(&r);
+	snprintf(path, sizeof(path), "/bin/rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hang_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hang_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hang_moved_root, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
