@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -98,7 +99,7 @@ int pm_conn_send(struct pm_conn *c, const struct pm_msg *m)
 void pm_conn_drop(struct pm_conn *c, const char *why)
 {
 	c->dead = true;
-	c->drop_why = why;
+	snprintf(c->drop_why, sizeof(c->drop_why), "%s", why ? why : "");
 }
 
 static void die(struct pm_conn *c, const char *why)
@@ -182,7 +183,7 @@ static void conn_io(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				continue;
 			c->on_msg(c, &m);
 			if (c->dead) { /* dropped by on_msg: closed here, once */
-				c->on_close(c, c->drop_why);
+				c->on_close(c, c->drop_why[0] ? c->drop_why : NULL);
 				return;
 			}
 		}

@@ -26,7 +26,7 @@ struct pm_conn {
 	pm_msg_fn on_msg;
 	pm_close_fn on_close;
 	bool dead;
-	const char *drop_why;
+	char drop_why[400]; /* pm_conn_drop's, copied: on_close comes later */
 	int id; /* the owner's: node id, local rank */
 	uint64_t last_rx; /* pm_now_ms of the last bytes read: the peer's liveness */
 	uint64_t last_tick; /* pm_conn_keepalive's last call (common/liveness.h) */
@@ -36,7 +36,8 @@ struct pm_conn {
 struct pm_conn *pm_conn_new(struct pm_loop *l, int fd, pm_msg_fn on_msg,
 			    pm_close_fn on_close, void *arg);
 int pm_conn_send(struct pm_conn *c, const struct pm_msg *m);
-/* From inside on_msg: stop reading; on_close follows with why. */
+/* From inside on_msg: stop reading; on_close follows with a copy of why
+ * (NULL stays NULL). */
 void pm_conn_drop(struct pm_conn *c, const char *why);
 /* Close now (after trying to flush what is queued) and free. Only from
  * on_close or outside the connection's callbacks. */

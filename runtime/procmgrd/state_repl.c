@@ -346,7 +346,7 @@ int pm_state_repl_hello(struct pm_step *s, struct pm_conn *c, const struct pm_ms
 			snprintf(err, sizeof(err), "cannot answer");
 	}
 	if (err[0]) {
-		static char why[320];
+		char why[320];
 		pm_msg_init(&w, PM_MSG_REFUSED);
 		pm_msg_set_text(&w, err);
 		pm_step_send(s, c, &w);

@@ -48,7 +48,7 @@ static void live_tick(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 	struct pm_step *s = w->arg;
 	uint64_t now = pm_now_ms();
 	unsigned t = s->peer_timeout_ms;
-	static char why[96];
+	char why[96];
 	char secs[32];
 	int i;
 	(void)l;

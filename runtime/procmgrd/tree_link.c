@@ -103,8 +103,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		char err[256], payload[PM_HS_MAX], *cred = NULL;
 		struct pm_hs h;
 		if (child_hello(s, c, m, &h, err, sizeof(err))) {
-			/* pm_conn_drop keeps the pointer until on_close. */
-			static char why[400];
+			char why[400];
 			pm_msg_init(&r, PM_MSG_REFUSED);
 			pm_msg_set_text(&r, err);
 			pm_step_send(s, c, &r);
@@ -118,7 +117,7 @@ static void child_msg(struct pm_conn *c, const struct pm_msg *m)
 		h.to = m->node;
 		if (pm_hs_format(&h, payload, sizeof(payload)) ||
 		    pm_auth_encode(s->munge_socket, payload, &cred, err, sizeof(err))) {
-			static char why[400];
+			char why[400];
 			snprintf(why, sizeof(why), "cannot answer node %d: %s", m->node, err);
 			pm_conn_drop(c, why);
 			return;
@@ -231,8 +230,8 @@ static void parent_unproven(struct pm_step *s, const struct pm_msg *m)
 		return;
 	}
 	if (s->attach.active) {
-		/* Kept by pm_conn_drop until the close, which tries the next. */
-		static char why[300];
+		/* The close tries the next. */
+		char why[300];
 		snprintf(why, sizeof(why), "%s %.200s", m->type == PM_MSG_REFUSED ? "refused:" :
 			 "did not prove itself:", m->type == PM_MSG_REFUSED ? m->text : err);
 		pm_conn_drop(s->parent, why);

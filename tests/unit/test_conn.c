@@ -26,6 +26,7 @@ struct rx {
 	bool why_null;
 	int drop_at;          /* drop in on_msg at this count (0: never) */
 	bool free_on_close;
+	char scratch[64];     /* on_msg's why, reused after the drop */
 };
 
 static struct pm_loop loop;
@@ -38,8 +39,13 @@ static void on_msg(struct pm_conn *c, const struct pm_msg *m)
 		r->gens[r->n] = m->gen;
 	r->n++;
 	r->last = *m;
-	if (r->drop_at && r->n == r->drop_at)
-		pm_conn_drop(c, "dropped by the test");
+	if (r->drop_at && r->n == r->drop_at) {
+		/* The caller's buffer, reused before on_close: the why must be
+		 * the connection's own copy. */
+		snprintf(r->scratch, sizeof(r->scratch), "dropped by the test at %d", r->n);
+		pm_conn_drop(c, r->scratch);
+		snprintf(r->scratch, sizeof(r->scratch), "reused");
+	}
 }
 
 static void on_close(struct pm_conn *c, const char *why)
@@ -264,7 +270,7 @@ static void test_drop_from_on_msg(void **state)
 	assert_true(pm_pump(&loop, got, &rb, 5000));
 	assert_int_equal(rb.n, 2);
 	assert_int_equal(rb.closed, 1);
-	assert_string_equal(rb.why, "dropped by the test");
+	assert_string_equal(rb.why, "dropped by the test at 2");
 	assert_int_equal(pm_conn_send(b, &m), -1);
 	pm_conn_fail(b, "again"); /* already dead: no second close */
 	assert_int_equal(rb.closed, 1);
