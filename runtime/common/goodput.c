@@ -689,9 +689,9 @@ int pm_gp_status_format(const struct pm_gp_result *r, char *buf, size_t len)
 	if (!len)
 		return -1;
 	put(&o, "goodput known=%d ended=%d wall=%.3f useful=%.3f ratio=%.4f steady=%.6f "
-	    "steps=%llu startup=%.3f lost=%.3f incidents=%u", r->known, r->ended, r->wall,
-	    r->useful, r->goodput, r->steady, (unsigned long long)r->steps, r->startup, r->lost,
-	    r->nincidents);
+	    "steps=%llu startup=%.3f lost=%.3f incidents=%u end=%.3f other=%.3f", r->known,
+	    r->ended, r->wall, r->useful, r->goodput, r->steady, (unsigned long long)r->steps,
+	    r->startup, r->lost, r->nincidents, r->end, r->other);
 	for (j = 0; j < PM_GP_NPHASES; j++)
 		put(&o, " %s=%.3f", pm_gp_phase_name((enum pm_gp_phase)j), r->total[j]);
 	return o.full ? -1 : 0;
@@ -700,7 +700,7 @@ int pm_gp_status_format(const struct pm_gp_result *r, char *buf, size_t len)
 int pm_gp_status_parse(const char *line, struct pm_gp_result *r)
 {
 	static const char *const keys[] = { "known", "ended", "wall", "useful", "ratio", "steady",
-					     "steps", "startup", "lost", "incidents" };
+					     "steps", "startup", "lost", "incidents", "end", "other" };
 	const char *p;
 	int seen = 0, j;
 
@@ -719,7 +719,7 @@ int pm_gp_status_parse(const char *line, struct pm_gp_result *r)
 		v = strtod(eq + 1, &end);
 		if (end == eq + 1 || (*end && *end != ' '))
 			return -1;
-		for (i = 0; i < 10; i++)
+		for (i = 0; i < 12; i++)
 			if (strlen(keys[i]) == kl && !strncmp(p, keys[i], kl))
 				break;
 		switch (i) {
@@ -733,6 +733,8 @@ int pm_gp_status_parse(const char *line, struct pm_gp_result *r)
 		case 7: r->startup = v; break;
 		case 8: r->lost = v; break;
 		case 9: r->nincidents = v > 0 ? (unsigned)v : 0; break;
+		case 10: r->end = v; break;
+		case 11: r->other = v; break;
 		default:
 			for (j = 0; j < PM_GP_NPHASES; j++)
 				if (strlen(pm_gp_phase_name((enum pm_gp_phase)j)) == kl &&
@@ -745,7 +747,7 @@ int pm_gp_status_parse(const char *line, struct pm_gp_result *r)
 		sp = end;
 		p = *sp ? sp + 1 : sp;
 	}
-	if (seen != (1 << 10) - 1)
+	if (seen != (1 << 12) - 1)
 		return -1;
 	if (!r->known)
 		snprintf(r->why, sizeof(r->why), "no heartbeat with a step (procmgr.heartbeat(step)) "
