@@ -34,6 +34,7 @@ print(sys.argv[2], "->", ok); sys.exit(0 if ok else 1)' "$W/gp.json" "$1"
 	job=$(last_job)
 	"$PROCMGR" goodput "$job.0" --json >"$W/gp.json"
 	cat "$W/gp.json"
+	echo "# $(cat "$W/gp.json")" >&3
 	gp_check 'g["known"] and g["why_unknown"] is None and g["ended"]'
 	gp_check '0 < g["goodput"] <= 1 and abs(g["useful_s"] - g["goodput"] * g["wall_s"]) < 0.01 * g["wall_s"]'
 	gp_check 'g["steps"] == 40 and g["steady_step_s"] > 0'
