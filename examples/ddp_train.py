@@ -40,7 +40,11 @@ uninterrupted one would: same final loss, to the last bit.
 - rank 0 prints "final loss: X" at the end;
 - with --timings FILE, each rank appends one JSON line per start (when
   the process started, imports done, checkpoint loaded, rendezvous begun
-  and done, first step): bench/recovery's breakdown.
+  and done, first step): bench/recovery's breakdown;
+- with --step-log FILE, every rank appends {"pid", "rank", "node", "t"}
+  once it is a rank (after procmgr.ready()), and rank 0 appends {"step",
+  "t"} per completed step: bench/goodput's external measure (which
+  process to fault, how many distinct steps were done when).
 
 For tests, CRASH_RANK=R CRASH_STEP=S CRASH_MARKER=FILE make rank R exit(1)
 at step S, once: the marker file says it has happened (CRASH_HOW=kill: a
@@ -290,6 +294,9 @@ def main():
                          "above width 1024: at 0.05 a width of 2048 diverges)")
     ap.add_argument("--timings", metavar="FILE",
                     help="append when each start-up phase ended (JSON lines)")
+    ap.add_argument("--step-log", metavar="FILE",
+                    help="append each rank's pid once, and rank 0's completed steps "
+                         "(JSON lines, time.time())")
     ap.add_argument("--state-every", type=int, default=1, metavar="N",
                     help="hand the state to procmgr every N steps (0: never)")
     ap.add_argument("--wait-store", action="store_true",
@@ -308,6 +315,8 @@ def main():
     procmgr.ready()
 
     rank = int(os.environ["RANK"])
+    record(args.step_log, {"pid": os.getpid(), "rank": rank, "t": time.time(),
+                           "node": os.environ.get("SLURMD_NODENAME")})
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     cuda = torch.cuda.is_available()
     if cuda:
@@ -388,6 +397,8 @@ def main():
         opt.step()
         compute = time.perf_counter() - t_step - Collective.blocked()
         done = step + 1
+        if rank == 0:
+            record(args.step_log, {"step": done, "t": time.time()})
         if args.state_every and done % args.state_every == 0 and done < args.steps:
             try:
                 procmgr.save_torch(state_name(done), {"step": done, "model": model.state_dict(),

@@ -7,6 +7,7 @@
 #include "cliargs.h"
 #include "client.h"
 #include "cmd.h"
+#include "common/goodput.h"
 #include "common/status.h"
 #include "common/text.h"
 #include "sweep_status.h"
@@ -26,6 +27,8 @@ struct answers {
 	struct pm_st_rank *r;
 	int nn, nr, ncap, rcap, bad;
 	struct pm_trials_st trials; /* a sweep's, from the root */
+	struct pm_gp_result gp;     /* the root's goodput line, when has_gp */
+	bool has_gp;
 };
 
 static int collect(void *arg, const struct pm_msg *m)
@@ -39,6 +42,12 @@ static int collect(void *arg, const struct pm_msg *m)
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		int k = pm_trials_st_add(&a->trials, line);
 		if (k) {
+			a->bad += k < 0;
+			continue;
+		}
+		k = pm_gp_status_parse(line, &a->gp);
+		if (k) {
+			a->has_gp = k > 0;
 			a->bad += k < 0;
 			continue;
 		}
@@ -127,6 +136,9 @@ static void print_text(const struct pm_target *t, const struct answers *a, const
 		printf("step %u.%u: %s\n", t->job, t->step, sum);
 	if (pm_st_recovery_line(s, rec, sizeof(rec)) == 0)
 		printf("%s\n", rec);
+	/* goodput so far: the end of srun's line at the step's end */
+	if (a->has_gp && pm_gp_text(&a->gp, rec, sizeof(rec)) == 0)
+		printf("%s\n", rec + strlen("procmgr: "));
 	if (a->trials.n) {
 		/* A sweep: its trials are the table; the slots' supervisors
 		 * say little more. */
@@ -204,6 +216,17 @@ static void print_json(const struct pm_target *t, const struct answers *a,
 		       s->rec_gen, s->process_ms);
 	if (s->state_bytes >= 0)
 		printf(",\"state_bytes\":%lld", s->state_bytes);
+	/* the same members as procmgr goodput --json's, without its incidents */
+	if (a->has_gp) {
+		char gp[2048];
+		if (pm_gp_json(&a->gp, gp, sizeof(gp)) == 0) {
+			char *inc = strstr(gp, ",\"incidents\":");
+			if (inc)
+				snprintf(inc, sizeof(gp) - (size_t)(inc - gp), ",\"incidents\":%u}",
+					 a->gp.nincidents);
+			printf(",\"goodput\":%s", gp);
+		}
+	}
 	if (s->sb_ready + s->sb_starting + s->sb_none)
 		printf(",\"standbys\":{\"ready\":%d,\"starting\":%d,\"none\":%d,\"rss_kb\":%lld}",
 		       s->sb_ready, s->sb_starting, s->sb_none, s->standby_kb);

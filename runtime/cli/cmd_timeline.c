@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/goodput.h"
 #include "evlog.h"
 #include "timeline.h"
 
@@ -71,6 +72,9 @@ int pm_cmd_timeline(int argc, char **argv)
 	const char *events = NULL, *state_dir = NULL, *outp = NULL, *spec = NULL;
 	struct pm_tl_opts o = { 0 };
 	struct pm_tl_event *ev = NULL;
+	struct pm_gp_tl gtl = { 0 };
+	struct pm_gp_result gp = { 0 };
+	bool have_gp = false;
 	char path[PATH_MAX] = "", title[PATH_MAX + 32], *line = NULL;
 	size_t cap = 0;
 	int c, n = 0, max = 0, bad = 0, rc = 1;
@@ -127,8 +131,13 @@ int pm_cmd_timeline(int argc, char **argv)
 			ev = m;
 			max = max ? max * 2 : 64;
 		}
-		if (pm_tl_parse_line(line, &ev[n]) == 0)
-			n++;
+		/* goodput's phases too; without them the picture is the same */
+		(void)pm_gp_line(&gtl, line);
+		if (pm_tl_parse_line(line, &ev[n]) == 0) {
+			/* A heartbeat's step (goodput's input): hundreds, no mark each. */
+			if (strcmp(ev[n].name, "progress"))
+				n++;
+		}
 		else if (len > 1)
 			bad++;
 	}
@@ -145,6 +154,10 @@ int pm_cmd_timeline(int argc, char **argv)
 	else
 		snprintf(title, sizeof(title), "procmgr: %s", path);
 	o.title = title;
+	if (pm_gp_compute(&gtl, ev[n - 1].t, &gp) == 0) {
+		have_gp = true;
+		o.gp = &gp;
+	}
 	out = strcmp(outp, "-") ? fopen(outp, "w") : stdout;
 	if (!out) {
 		fprintf(stderr, "procmgr timeline: %s: %s\n", outp, strerror(errno));
@@ -161,5 +174,8 @@ out:
 		fclose(in);
 	free(line);
 	free(ev);
+	pm_gp_tl_free(&gtl);
+	if (have_gp)
+		pm_gp_result_free(&gp);
 	return rc;
 }

@@ -21,6 +21,7 @@ static const struct cmd cmds[] = {
 	{ "health", pm_cmd_health, "run node health checks here" },
 	{ "check-config", pm_cmd_check, "check procmgr's line in plugstack.conf" },
 	{ "timeline", pm_cmd_timeline, "draw a step's timeline from its events (--svg FILE)" },
+	{ "goodput", pm_cmd_goodput, "a step's goodput and each incident's lost seconds (--json)" },
 	{ "version", pm_cmd_version, "print procmgr's version (also --version)" },
 	{ "help", NULL, "this list, or a command's usage (help COMMAND)" },
 };

@@ -1,6 +1,8 @@
 /* A step's event log as an SVG timeline. */
 #include "timeline.h"
 
+#include "common/goodput.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +412,47 @@ int pm_tl_render(const struct pm_tl_event *ev, int n, const struct pm_tl_opts *o
 			"text-anchor=\"middle\" fill=\"#12b5cb\">recovery %.2f s</text></g>\n",
 			x0 < LEFT ? LEFT : x0, Y(0) - 3, x1, (x0 + x1) / 2, Y(0) - 12,
 			ev[i].recovery_ms / 1000);
+	}
+	/* Goodput's phases of each incident (issue 35): a span each under
+	 * the step's row, in the order they come, from the failure on. */
+	if (o && o->gp) {
+		static const char *const pc[PM_GP_NPHASES] = { "#ea4335", "#9aa0a6", "#34a853",
+							       "#fbbc04", "#a142f4", "#ff6d01" };
+		unsigned k;
+		for (k = 0; k < o->gp->nincidents; k++) {
+			const struct pm_gp_incident *in = &o->gp->inc[k];
+			double x = in->at;
+			int p;
+			for (p = 0; p < PM_GP_NPHASES; p++) {
+				double x0, x1;
+				if (in->phase[p] <= 0)
+					continue;
+				x0 = X(x);
+				x1 = X(x + in->phase[p]);
+				if (x1 > W - RIGHT)
+					x1 = W - RIGHT;
+				fprintf(f, "<g><title>gen %u's incident (%s): %s %.2f s</title><rect "
+					"class=\"phase-%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+					"height=\"6\" fill=\"%s\"/></g>\n", in->gen, in->cause,
+					pm_gp_phase_name((enum pm_gp_phase)p), in->phase[p],
+					pm_gp_phase_name((enum pm_gp_phase)p), x0, Y(0) + 4,
+					x1 - x0 > 1 ? x1 - x0 : 1, pc[p]);
+				x += in->phase[p];
+			}
+		}
+		if (o->gp->nincidents) {
+			double lx = LEFT, ly = TOP + nrows * ROW + 30;
+			fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" dominant-baseline=\"middle\">lost:"
+				"</text>\n", lx, ly);
+			lx += 36;
+			for (int p = 0; p < PM_GP_NPHASES; p++) {
+				fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" "
+					"fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" "
+					"dominant-baseline=\"middle\">%s</text>\n", lx, ly - 3, pc[p],
+					lx + 16, ly, pm_gp_phase_name((enum pm_gp_phase)p));
+				lx += 30 + 7.0 * (double)strlen(pm_gp_phase_name((enum pm_gp_phase)p));
+			}
+		}
 	}
 	/* The marks, each with what happened as its tooltip. */
 	for (i = 0; i < n; i++) {

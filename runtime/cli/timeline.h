@@ -27,9 +27,15 @@ struct pm_tl_event {
  * object, or no "time" and "event"). */
 int pm_tl_parse_line(const char *line, struct pm_tl_event *e);
 
+struct pm_gp_result;
 struct pm_tl_opts {
 	const char *title; /* "job 42 step 0" */
 	bool html;         /* an HTML page around the SVG */
+	/* goodput's incidents (common/goodput.h), or NULL: each incident's
+	 * phases as coloured spans under the step's row, from its failure on,
+	 * end to end (recompute and slowdown are not spent there, but their
+	 * length is what the picture says) */
+	const struct pm_gp_result *gp;
 };
 
 /* The picture of n events (in the log's order) onto out. -1 if there are

@@ -8,6 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+int pm_rank_step_format(char *buf, size_t len, uint64_t step, uint64_t at_ms, double compute_ms)
+{
+	int n = snprintf(buf, len, "%llu %llu %.3f", (unsigned long long)step,
+			 (unsigned long long)at_ms, compute_ms);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int pm_rank_step_parse(const char *text, uint64_t *step, uint64_t *at_ms, double *compute_ms)
+{
+	unsigned long long s, a;
+	double c;
+	int end = 0;
+
+	if (sscanf(text, "%llu %llu %lf%n", &s, &a, &c, &end) != 3 || text[end])
+		return -1;
+	*step = s;
+	*at_ms = a;
+	*compute_ms = c;
+	return 0;
+}
+
 int pm_beat_parse(const char *text, uint64_t *step, double *compute_ms)
 {
 	char *end;

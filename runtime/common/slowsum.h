@@ -31,6 +31,12 @@
 /* "STEP" or "STEP COMPUTE_MS" (blanks around, a newline at the end);
  * compute < 0 when not given. 0, or -1 when it is not that. */
 int pm_beat_parse(const char *text, uint64_t *step, double *compute_ms);
+/* PM_MSG_RANK_STEP's text, its one codec: "STEP AT_MS COMPUTE_MS" (when
+ * the supervisor saw the step, its wall clock; compute -1: not given).
+ * Read by the slow-node detector and the root's goodput (goodput_link.c).
+ * format: -1 if it does not fit; parse: 0, or -1 when it is not that. */
+int pm_rank_step_format(char *buf, size_t len, uint64_t step, uint64_t at_ms, double compute_ms);
+int pm_rank_step_parse(const char *text, uint64_t *step, uint64_t *at_ms, double *compute_ms);
 
 /* Steps in flight on one node (its ranks apart by more are dropped),
  * compute samples and arrival records per interval. */

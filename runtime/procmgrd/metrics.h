@@ -39,6 +39,10 @@ struct pm_metrics {
 	 * lost (state_restored); processes that saved (state_saved). */
 	unsigned long state_restores, state_savers;
 	long state_lost_steps; /* -1: no restore yet */
+	/* Goodput (common/goodput.h), set by procmgrd's goodput_link.c before
+	 * each event's counting: the ratio and the seconds (-1: cannot be
+	 * known), the seconds lost by phase (PM_GP_NPHASES, -1 unknown). */
+	double goodput, gp_useful_s, gp_wall_s, gp_lost_s[6];
 };
 
 const char *pm_mreason_name(enum pm_mreason r);

@@ -1,6 +1,8 @@
 /* The step's counters, from its events, and their text. Pure. */
 #include "metrics.h"
 
+#include "common/goodput.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@ void pm_metrics_init(struct pm_metrics *m, uint32_t job, uint32_t step)
 	m->step = step;
 	m->last_reason = PM_MR_EXIT;
 	m->state_lost_steps = -1;
+	m->goodput = m->gp_useful_s = m->gp_wall_s = -1;
+	for (int j = 0; j < PM_GP_NPHASES; j++)
+		m->gp_lost_s[j] = -1;
 }
 
 /* The value of member key in our own events' fields: where it starts
@@ -279,6 +284,31 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 		     "The last restart as felt: from the failure to every rank's first "
 		     "heartbeat (training again).");
 		put(&o, "procmgr_last_recovery_seconds{%s} %.3f\n", id, m->last_recovery_s);
+	}
+	/* Goodput: only what is known (without heartbeats with a step, the
+	 * ratio and the program's phases are not, and are left out). */
+	if (m->gp_wall_s >= 0) {
+		head(&o, "wall_seconds", "gauge",
+		     "The step's wall time so far, from generation 0's launch.");
+		put(&o, "procmgr_wall_seconds{%s} %.3f\n", id, m->gp_wall_s);
+	}
+	if (m->goodput >= 0) {
+		head(&o, "goodput_ratio", "gauge",
+		     "Useful training time over wall time (distinct steps x the median step time).");
+		put(&o, "procmgr_goodput_ratio{%s} %.4f\n", id, m->goodput);
+		head(&o, "useful_seconds", "gauge",
+		     "Useful training time: distinct steps done x the median step time.");
+		put(&o, "procmgr_useful_seconds{%s} %.3f\n", id, m->gp_useful_s);
+	}
+	for (i = 0, r = 0; i < PM_GP_NPHASES; i++) {
+		if (m->gp_lost_s[i] < 0)
+			continue;
+		if (!r++)
+			head(&o, "lost_seconds_total", "counter",
+			     "Seconds the step's incidents lost, by phase (detect, stop, start, "
+			     "reinit, recompute, slowdown).");
+		put(&o, "procmgr_lost_seconds_total{%s,phase=\"%s\"} %.3f\n", id,
+		    pm_gp_phase_name((enum pm_gp_phase)i), m->gp_lost_s[i]);
 	}
 	return o.full ? -1 : 0;
 }

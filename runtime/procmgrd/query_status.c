@@ -169,6 +169,9 @@ void pm_query_status(struct pm_step *s, struct pm_q *q)
 	text[0] = '\0';
 	if (pm_st_node_format(&n, line, sizeof(line)) == 0)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
+	/* The root's goodput so far (goodput_link.c), a line of its own. */
+	if (s->gen.root && pm_step_goodput_status(s, line, sizeof(line)) == 0)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", line);
 	for (i = 0; i < s->ntasks_local; i++) {
 		const struct pm_gen_rank *g = &s->gen.ranks[i];
 		struct pm_st_rank r = { .rank = g->st == PM_RANK_ABSENT ? -1 : g->grank,

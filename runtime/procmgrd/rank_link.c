@@ -83,6 +83,7 @@ static void rank_msg(struct pm_conn *c, const struct pm_msg *m)
 
 	if (c->id >= 0) {
 		if (m->type == PM_MSG_RANK_STEP) {
+			pm_step_goodput_beat(s, c->id, m);
 			pm_slowlink_rank(s, c->id, m);
 			return;
 		}

@@ -326,10 +326,10 @@ void pm_slowlink_free(struct pm_step *s)
 void pm_slowlink_rank(struct pm_step *s, int lrank, const struct pm_msg *m)
 {
 	struct pm_slowlink *l = s->slow;
-	unsigned long long step, at;
+	uint64_t step, at;
 	double compute;
 
-	if (!l || sscanf(m->text, "%llu %llu %lf", &step, &at, &compute) != 3)
+	if (!l || pm_rank_step_parse(m->text, &step, &at, &compute))
 		return;
 	if (m->gen != l->gen) {
 		l->gen = m->gen;

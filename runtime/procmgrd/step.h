@@ -203,6 +203,8 @@ struct pm_step {
 	struct pm_sweep_node *sweep_node;
 	/* The higher floors' answers (pm_step_hooks), set by pm_step_init. */
 	const struct pm_step_hooks *hooks;
+	/* goodput_link.c: the root's goodput timeline; NULL until its first event */
+	struct pm_gp_live *gp;
 };
 
 /* The tree port's door (gate.c): at most nchildren + PM_GATE_EXTRA
@@ -217,6 +219,15 @@ int pm_gate_init(struct pm_step *s);
 /* metrics.c: the root's events as the site's metrics (metrics_dir). */
 void pm_step_metrics_event(struct pm_step *s, const char *name, const char *fields);
 void pm_step_metrics_end(struct pm_step *s);
+/* goodput_link.c (issue 35): the root's goodput. Every event feeds it (an
+ * on_event listener, before the metrics: it sets their goodput); local
+ * rank 0's PM_MSG_RANK_STEP become `progress` events; the status answer's
+ * "goodput ..." line (-1: none); freed with the step. */
+struct pm_gp_live;
+void pm_step_goodput_event(struct pm_step *s, const char *name, const char *fields);
+void pm_step_goodput_beat(struct pm_step *s, int lrank, const struct pm_msg *m);
+int pm_step_goodput_status(struct pm_step *s, char *line, size_t len);
+void pm_step_goodput_free(struct pm_step *s);
 void pm_gate_free(struct pm_step *s);
 /* jobend.c: the root declared node lost (is it srun's?); at procmgrd's
  * end, the step's result in the output directory and, srun lost, the

@@ -19,7 +19,7 @@
  * hooks (the metrics before the log; a hang's report before the
  * followers are sent the lines it added). */
 const struct pm_step_hooks pm_step_hooks = {
-	.on_event = { pm_step_metrics_event },
+	.on_event = { pm_step_goodput_event, pm_step_metrics_event },
 	.on_written = { pm_query_hang_event, pm_query_event_written },
 	.hang_outlier = pm_query_hang_outlier,
 	.node_lost = pm_step_srun_lost,
@@ -157,6 +157,7 @@ void pm_step_free(struct pm_step *s)
 	free(s->sb_state);
 	pm_events_close(&s->events);
 	pm_step_metrics_end(s);
+	pm_step_goodput_free(s);
 	pm_gen_free(&s->gen);
 	free(s->ranks);
 	free(s->children);

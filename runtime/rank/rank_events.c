@@ -68,8 +68,9 @@ static void tell_step(struct rank *r)
 	r->step_said = step + 1;
 	pm_msg_init(&m, PM_MSG_RANK_STEP);
 	m.gen = r->m.gen;
-	snprintf(text, sizeof(text), "%llu %llu %.3f", (unsigned long long)step,
-		 (unsigned long long)(pm_wall_s() * 1000.0), compute);
+	if (pm_rank_step_format(text, sizeof(text), step, (uint64_t)(pm_wall_s() * 1000.0),
+				compute))
+		return;
 	pm_msg_set_text(&m, text);
 	pm_conn_send(r->c, &m);
 }
@@ -88,7 +89,9 @@ void pm_rank_on_inotify(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 		while (p < buf + n) {
 			struct inotify_event *ie = (struct inotify_event *)p;
 			if (ie->len && !strcmp(ie->name, base)) {
-				if (r->slow)
+				/* Local rank 0's steps go to procmgrd always:
+				 * the root's goodput counts its node's. */
+				if (r->slow || r->lrank == 0)
 					tell_step(r);
 				/* Without a hang timeout the machine judges no
 				 * heartbeat, but a generation's first says it

@@ -226,10 +226,49 @@ static void test_sweep_rules(void **state)
 	assert_false(pm_metrics_sweepable("", 0));
 }
 
+/* Goodput (issue 35): the ratio and the lost seconds by phase, only what
+ * is known. */
+static void test_goodput(void **state)
+{
+	struct pm_metrics m;
+	(void)state;
+
+	pm_metrics_init(&m, 42, 3);
+	fmt(&m);
+	assert_null(strstr(text, "goodput"));
+	assert_null(strstr(text, "lost_seconds"));
+	/* no heartbeat with a step: the wall and procmgr's phases only */
+	m.gp_wall_s = 31.7;
+	m.gp_lost_s[0] = 0;
+	m.gp_lost_s[1] = 0.1;
+	m.gp_lost_s[2] = 0.5;
+	fmt(&m);
+	has("procmgr_wall_seconds{job=\"42\",step=\"3\"} 31.700\n");
+	has("# TYPE procmgr_lost_seconds_total counter\n"
+	    "procmgr_lost_seconds_total{job=\"42\",step=\"3\",phase=\"detect\"} 0.000\n"
+	    "procmgr_lost_seconds_total{job=\"42\",step=\"3\",phase=\"stop\"} 0.100\n"
+	    "procmgr_lost_seconds_total{job=\"42\",step=\"3\",phase=\"start\"} 0.500\n");
+	assert_null(strstr(text, "phase=\"reinit\""));
+	assert_null(strstr(text, "goodput_ratio"));
+	m.goodput = 0.6467;
+	m.gp_useful_s = 20.5;
+	m.gp_lost_s[3] = 3;
+	m.gp_lost_s[4] = 5.2;
+	m.gp_lost_s[5] = 0.3;
+	fmt(&m);
+	has("procmgr_goodput_ratio{job=\"42\",step=\"3\"} 0.6467\n");
+	has("procmgr_useful_seconds{job=\"42\",step=\"3\"} 20.500\n");
+	has("phase=\"slowdown\"} 0.300\n");
+	/* one HELP and TYPE for the family */
+	assert_null(strstr(strstr(text, "# TYPE procmgr_lost_seconds_total") + 1,
+			   "# TYPE procmgr_lost_seconds_total"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_from_events),
+		cmocka_unit_test(test_goodput),
 		cmocka_unit_test(test_health_labels_bounded),
 		cmocka_unit_test(test_file_rewritten_in_place),
 		cmocka_unit_test(test_sweep_rules),

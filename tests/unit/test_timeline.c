@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "cli/timeline.h"
+#include "common/goodput.h"
 
 static void test_parse_line(void **state)
 {
@@ -183,11 +184,40 @@ static void test_many_nodes_and_nothing(void **state)
 	free(buf);
 }
 
+/* Goodput's phases (issue 35): a span per phase of each incident, from
+ * its failure, end to end, with its seconds as the tooltip. */
+static void test_goodput_phases(void **state)
+{
+	struct pm_gp_incident in = { .gen = 0, .cause = "crash", .at = 101.0,
+				     .phase = { 0, 0.1, 0.1, 1.0, 0.5, -1 } };
+	struct pm_gp_result gp = { .nincidents = 1, .inc = &in };
+	struct pm_tl_opts o = { .gp = &gp };
+	char *svg = render(&o), *a, *b;
+	(void)state;
+
+	/* detection 0 and the unknown slowdown are not drawn */
+	assert_null(strstr(svg, "class=\"phase-detect\""));
+	assert_null(strstr(svg, "class=\"phase-slowdown\""));
+	a = strstr(svg, "<title>gen 0's incident (crash): stop 0.10 s</title><rect class=\"phase-stop\"");
+	b = strstr(svg, "<title>gen 0's incident (crash): recompute 0.50 s</title><rect class=\"phase-recompute\"");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(strstr(svg, "class=\"phase-start\""));
+	assert_non_null(strstr(svg, "class=\"phase-reinit\""));
+	assert_true(a < b);
+	assert_non_null(strstr(svg, ">reinit</text>")); /* the legend */
+	free(svg);
+	svg = render(NULL);
+	assert_null(strstr(svg, "phase-"));
+	free(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_line),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_goodput_phases),
 		cmocka_unit_test(test_recovery_span),
 		cmocka_unit_test(test_many_nodes_and_nothing),
 	};
