@@ -526,5 +526,24 @@ class SwapSave(unittest.TestCase):
             del os.environ["PROCMGR_STATE_SWAP"]
 
 
+class WritePathTest(unittest.TestCase):
+    """The write path from the environment and save's prepare argument:
+    every combination of the two variables' values (unset, off, on, map,
+    anything else) and of the argument."""
+
+    def test_every_combination(self):
+        for swap in (None, "0", "1", "yes"):
+            for mode in (None, "0", "1", "map", "other"):
+                env = {k: v for k, v in (("PROCMGR_STATE_SWAP", swap),
+                                         ("PROCMGR_STATE_PREPARE", mode)) if v is not None}
+                for arg in (None, True, False):
+                    with self.subTest(swap=swap, mode=mode, arg=arg):
+                        p = state.WritePath.choose(env, arg)
+                        self.assertEqual(p.swap, swap != "0")
+                        wanted = mode != "0" if arg is None else arg
+                        self.assertEqual(p.prepare, "none" if not wanted else
+                                         "map" if mode == "map" else "alloc")
+
+
 if __name__ == "__main__":
     unittest.main()
