@@ -545,5 +545,40 @@ class WritePathTest(unittest.TestCase):
                                          "map" if mode == "map" else "alloc")
 
 
+class ShapeTest(unittest.TestCase):
+    """What this process holds between saves is in one object (state's
+    _Client), not in module globals: no `global` statement and no
+    module-level dict, list or set in state.py or _memfile.py. And no file
+    of the package over 650 lines (issue 33)."""
+    PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+
+    def test_no_module_level_mutable_state(self):
+        import ast
+        for f in ("state.py", "_memfile.py"):
+            with open(os.path.join(self.PKG, "procmgr", f), encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            for node in ast.walk(tree):
+                self.assertNotIsInstance(node, ast.Global, "%s:%d" % (f, getattr(node, "lineno", 0)))
+            for node in tree.body:
+                value = getattr(node, "value", None)
+                mutable = isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp,
+                                             ast.ListComp, ast.SetComp)) or (
+                    isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                    and value.func.id in ("dict", "list", "set"))
+                names = [t.id for t in getattr(node, "targets", [getattr(node, "target", None)])
+                         if isinstance(t, ast.Name)]
+                if names == ["__all__"]:
+                    continue
+                self.assertFalse(mutable and isinstance(node, (ast.Assign, ast.AnnAssign)),
+                                 "%s:%d: a module-level container" % (f, node.lineno))
+
+    def test_no_file_over_650_lines(self):
+        for top, _, files in os.walk(self.PKG):
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(top, f), encoding="utf-8") as fh:
+                        self.assertLessEqual(sum(1 for _ in fh), 650, os.path.join(top, f))
+
+
 if __name__ == "__main__":
     unittest.main()
