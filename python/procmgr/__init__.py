@@ -22,8 +22,8 @@ the end of a restart as procmgr measures it: "every rank training again N s
 after the failure" on srun's stderr, in the event log, in `procmgr status`
 and in the metrics.
 """
-from __future__ import annotations
-
+# No __future__ import: tests/python/test_forkserver.py's control shows a
+# planted socket.py is what a `python -c` start would import first.
 import os
 import socket
 import time

@@ -508,7 +508,7 @@ class SwapSave(unittest.TestCase):
         # the next save works.
         for i in range(1, 4):
             state.save("m", bytearray([i]) * 8192, step=i)
-        with mock.patch.object(state, "_copy_into", side_effect=KeyboardInterrupt):
+        with mock.patch.object(state._memfile, "copy_into", side_effect=KeyboardInterrupt):
             with self.assertRaises(KeyboardInterrupt):
                 state.save("m", bytearray([4]) * 8192, step=4)
         self.assertEqual(state.saved()["m"]["step"], 3)
