@@ -22,10 +22,16 @@ the end of a restart as procmgr measures it: "every rank training again N s
 after the failure" on srun's stderr, in the event log, in `procmgr status`
 and in the metrics.
 """
+# No __future__ import: tests/python/test_forkserver.py's control shows a
+# planted socket.py is what a `python -c` start would import first.
 import os
 import socket
 import time
+from typing import Dict, Optional, Union
 
+from ._contract import (ENV_HEARTBEAT, ENV_MASTER_ADDR, ENV_MASTER_PORT, ENV_RESTART_COUNT,
+                        ENV_RESULT_FILE, ENV_TE_RESTART_COUNT, ENV_WARM_FD, ENV_LOCAL_RANK,
+                        ENV_RANK, ENV_WORLD_SIZE, RESULT_NAME_MAX, RESULT_VALUE_MAX)
 from .rendezvous import open_store
 from .state import Saving, StateError, save, load, load_info, saved, save_torch, load_torch
 
@@ -33,20 +39,12 @@ __all__ = ["heartbeat", "ready", "report", "restart_count", "under_procmgr", "ra
            "world_size", "wait_store", "open_store", "Saving", "save", "load", "load_info", "saved", "save_torch",
            "load_torch", "StateError"]
 
-_ENV_HEARTBEAT = "PROCMGR_HEARTBEAT"
-_ENV_RESTART_COUNT = "PROCMGR_RESTART_COUNT"
-_ENV_WARM_FD = "PROCMGR_WARM_FD"
-_ENV_RESULT_FILE = "PROCMGR_RESULT_FILE"
-_RESULT_NAME_MAX = 32
-_RESULT_VALUE_MAX = 32
-
-
-def under_procmgr():
+def under_procmgr() -> bool:
     """True when this process is a rank's command started by procmgr."""
-    return _ENV_RESTART_COUNT in os.environ
+    return ENV_RESTART_COUNT in os.environ
 
 
-def heartbeat(step=None, compute=None):
+def heartbeat(step: Optional[int] = None, compute: Optional[float] = None) -> bool:
     """Tell procmgr this rank is alive (and, with step, how far it got).
 
     Touches the file named by PROCMGR_HEARTBEAT, which procmgr sets for
@@ -64,7 +62,7 @@ def heartbeat(step=None, compute=None):
     a heartbeat was given, False outside procmgr.
     Cheap enough for every step (one open/close, or a write and a rename).
     """
-    path = os.environ.get(_ENV_HEARTBEAT)
+    path = os.environ.get(ENV_HEARTBEAT)
     if not path:
         return False
     if step is None:
@@ -93,7 +91,7 @@ def heartbeat(step=None, compute=None):
     return True
 
 
-def ready():
+def ready() -> bool:
     """Say that the program's start-up is done and wait for its generation.
 
     With --procmgr-warm=on, procmgr starts each rank's next generation
@@ -115,7 +113,7 @@ def ready():
     Returns False outside procmgr (a no-op) or without --procmgr-warm;
     True once the generation started. Only the first call does anything.
     """
-    fd = os.environ.pop(_ENV_WARM_FD, None)
+    fd = os.environ.pop(ENV_WARM_FD, None)
     if fd is None:
         if under_procmgr():
             open_store()  # a cold generation: start-up done, ranks 1.. wait for rank 0
@@ -134,7 +132,7 @@ def ready():
     return True
 
 
-def _read_start(sock):
+def _read_start(sock: socket.socket) -> Dict[str, str]:
     """The supervisor's "env NAME=VALUE" lines up to "start GEN": the
     environment, as a dict. Raises RuntimeError on a closed channel or a
     line that is not one of those (procmgr then starts the generation cold
@@ -159,7 +157,7 @@ def _read_start(sock):
                                    % text[:64])
 
 
-def report(**result):
+def report(**result: Union[int, float]) -> None:
     """A sweep's trial reports its result: report(loss=0.25). One NAME=VALUE,
     a number (int or float, finite), written as a line to the file
     $PROCMGR_RESULT_FILE, which procmgr reads when the trial ends: the
@@ -172,17 +170,17 @@ def report(**result):
         raise ValueError("procmgr.report: one NAME=VALUE, e.g. report(loss=0.25), not %d"
                          % len(result))
     (name, value), = result.items()
-    if not 1 <= len(name) <= _RESULT_NAME_MAX or not all(
+    if not 1 <= len(name) <= RESULT_NAME_MAX or not all(
             c.isascii() and (c.isalnum() or c in "_.-") for c in name):
         raise ValueError("procmgr.report: the name %r has 1 to %d letters, digits, '_', '.'"
-                         " and '-'" % (name, _RESULT_NAME_MAX))
+                         " and '-'" % (name, RESULT_NAME_MAX))
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("procmgr.report: the value of %s is a number, not %r" % (name, value))
     text = repr(float(value)) if isinstance(value, float) else str(value)
-    if text in ("nan", "inf", "-inf") or len(text) > _RESULT_VALUE_MAX:
+    if text in ("nan", "inf", "-inf") or len(text) > RESULT_VALUE_MAX:
         raise ValueError("procmgr.report: the value of %s, %s, is not a finite number of at "
-                         "most %d characters" % (name, text, _RESULT_VALUE_MAX))
-    path = os.environ.get(_ENV_RESULT_FILE)
+                         "most %d characters" % (name, text, RESULT_VALUE_MAX))
+    path = os.environ.get(ENV_RESULT_FILE)
     if not path:
         return
     # Whole each time: only the last line counts, and the file stays small.
@@ -190,38 +188,38 @@ def report(**result):
         f.write("%s=%s\n" % (name, text))
 
 
-def restart_count():
+def restart_count() -> int:
     """This generation's number: 0 at the first start, +1 at each restart
     (PROCMGR_RESTART_COUNT; torchrun's TORCHELASTIC_RESTART_COUNT otherwise;
     0 when neither is set)."""
-    for name in (_ENV_RESTART_COUNT, "TORCHELASTIC_RESTART_COUNT"):
+    for name in (ENV_RESTART_COUNT, ENV_TE_RESTART_COUNT):
         v = os.environ.get(name)
         if v is not None:
             return int(v)
     return 0
 
 
-def _env_int(name, default):
+def _env_int(name: str, default: int) -> int:
     v = os.environ.get(name)
-    return int(v) if v not in (None, "") else default
+    return int(v) if v else default
 
 
-def rank():
+def rank() -> int:
     """The global rank (RANK, else SLURM_PROCID, else 0)."""
-    return _env_int("RANK", _env_int("SLURM_PROCID", 0))
+    return _env_int(ENV_RANK, _env_int("SLURM_PROCID", 0))
 
 
-def local_rank():
+def local_rank() -> int:
     """The rank on this node (LOCAL_RANK, else SLURM_LOCALID, else 0)."""
-    return _env_int("LOCAL_RANK", _env_int("SLURM_LOCALID", 0))
+    return _env_int(ENV_LOCAL_RANK, _env_int("SLURM_LOCALID", 0))
 
 
-def world_size():
+def world_size() -> int:
     """The number of ranks (WORLD_SIZE, else SLURM_NTASKS, else 1)."""
-    return _env_int("WORLD_SIZE", _env_int("SLURM_NTASKS", 1))
+    return _env_int(ENV_WORLD_SIZE, _env_int("SLURM_NTASKS", 1))
 
 
-def wait_store(timeout=60.0, interval=0.01):
+def wait_store(timeout: float = 60.0, interval: float = 0.01) -> bool:
     """On a rank other than 0: wait until rank 0's store (MASTER_ADDR:
     MASTER_PORT) accepts a connection, for at most timeout seconds.
 
@@ -233,7 +231,7 @@ def wait_store(timeout=60.0, interval=0.01):
     answered (at once on rank 0, or without MASTER_ADDR/MASTER_PORT),
     False at the timeout (init_process_group then waits as it would have).
     """
-    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    host, port = os.environ.get(ENV_MASTER_ADDR), os.environ.get(ENV_MASTER_PORT)
     if rank() == 0 or not host or not port:
         return True
     deadline = time.monotonic() + timeout

@@ -26,22 +26,29 @@ hosting the store (not torchrun's agent store). It reaches into
 torch.distributed.rendezvous's _create_c10d_store, which torch 1.13 to 2.6
 have; where that is missing, it does nothing.
 """
+from __future__ import annotations
+
 import os
 import socket
 import sys
 import time
+from types import ModuleType
+from typing import Any, Callable, Dict, Mapping, Optional
 
-_state = {"wrapped": False}
+from ._contract import (ENV_MASTER_ADDR, ENV_MASTER_PORT, ENV_OPEN_STORE, ENV_RANK,
+                        ENV_TE_USE_AGENT_STORE, ENV_WORLD_SIZE)
+
+_state: Dict[str, bool] = {"wrapped": False}
 
 
-def _env_int(env, name):
+def _env_int(env: Mapping[str, str], name: str) -> Optional[int]:
     try:
         return int(env.get(name, ""))
     except ValueError:
         return None
 
 
-def _port_open(host, port, timeout):
+def _port_open(host: str, port: int, timeout: float) -> bool:
     """Poll host:port every 10 ms until it accepts, for at most timeout
     seconds. True once it did."""
     deadline = time.monotonic() + timeout
@@ -55,24 +62,26 @@ def _port_open(host, port, timeout):
             time.sleep(0.01)
 
 
-def _wrap(rdzv):
+def _wrap(rdzv: ModuleType) -> bool:
     """Make rdzv._create_c10d_store wait for rank 0's port on other ranks."""
-    original = getattr(rdzv, "_create_c10d_store", None)
-    if original is None or getattr(original, "_procmgr_wrapped", False):
-        return original is not None
+    found = getattr(rdzv, "_create_c10d_store", None)
+    if found is None or getattr(found, "_procmgr_wrapped", False):
+        return found is not None
+    original: Callable[..., Any] = found
 
-    def create(hostname, port, rank, world_size, timeout, *args, **kwargs):
-        if rank != 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+    def create(hostname: str, port: int, rank: int, world_size: int, timeout: Any,
+               *args: Any, **kwargs: Any) -> Any:
+        if rank != 0 and os.environ.get(ENV_TE_USE_AGENT_STORE) != "True":
             seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else 300
             _port_open(hostname, int(port), max(1.0, seconds))
         return original(hostname, port, rank, world_size, timeout, *args, **kwargs)
 
-    create._procmgr_wrapped = True
-    rdzv._create_c10d_store = create
+    setattr(create, "_procmgr_wrapped", True)
+    setattr(rdzv, "_create_c10d_store", create)
     return True
 
 
-def open_store(environ=None):
+def open_store(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """Make this rank's connection to rank 0's store wait until it
     listens. Returns "waits" (a rank other than 0), or None when nothing
     applies (rank 0, which opens nothing: its store is torch's own, opened
@@ -81,16 +90,16 @@ def open_store(environ=None):
     torchrun's agent store). Only the first call that applies does
     anything; safe to call more than once."""
     env = os.environ if environ is None else environ
-    if env.get("PROCMGR_OPEN_STORE") == "0":
+    if env.get(ENV_OPEN_STORE) == "0":
         return None
     dist = sys.modules.get("torch.distributed")
     if dist is None or not getattr(dist, "is_available", lambda: False)():
         return None
-    host, port = env.get("MASTER_ADDR"), _env_int(env, "MASTER_PORT")
-    rank, world = _env_int(env, "RANK"), _env_int(env, "WORLD_SIZE")
+    host, port = env.get(ENV_MASTER_ADDR), _env_int(env, ENV_MASTER_PORT)
+    rank, world = _env_int(env, ENV_RANK), _env_int(env, ENV_WORLD_SIZE)
     if not host or port is None or rank is None or world is None or world < 2:
         return None
-    if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+    if env.get(ENV_TE_USE_AGENT_STORE) == "True":
         return None
     if rank == 0:
         return None

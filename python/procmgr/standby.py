@@ -48,17 +48,25 @@ ranks, no open files the script expects fresh. The hash seed
 reseeded by Python at the fork, numpy's global generator here.
 """
 import gc
+import io
 import os
 import runpy
 import socket
 import sys
 import time
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, cast
 
+# (kind "script" or "module", the script or module, its arguments)
+Command = Tuple[str, str, List[str]]
+
+# Spelt out, not imported from ._contract: this file's top also runs as
+# __main__, outside the package, where a relative import fails
+# (tests/python/test_contract.py checks both against the C headers).
 REFUSED_EXIT = 78  # PM_WARM_REFUSED_EXIT in runtime/common/warm.h
-_ENV_WARM_FD = "PROCMGR_WARM_FD"
+_ENV_WARM_FD = "PROCMGR_WARM_FD"  # PM_ENV_WARM_FD
 
 
-def _usage(msg):
+def _usage(msg: str) -> NoReturn:
     sys.stderr.write("procmgr: --procmgr-warm=python: %s; every generation starts cold\n"
                      % msg)
     sys.stderr.flush()
@@ -67,12 +75,12 @@ def _usage(msg):
     sys.exit(REFUSED_EXIT)
 
 
-def _parse(argv):
+def _parse(argv: Sequence[str]) -> Tuple[List[str], Command, bool]:
     """(modules, (kind, target, args), unbuffered) from this module's argv."""
     if len(argv) < 2 or argv[1] != "--":
         _usage("procmgr-rank's server needs MODS -- COMMAND")
     mods = [m for m in argv[0].split(",") if m]
-    rest, unbuffered = argv[2:], False
+    rest, unbuffered = list(argv[2:]), False
     while rest and rest[0].startswith("-") and rest[0] != "-":
         opt = rest.pop(0)
         if opt == "-u":
@@ -91,7 +99,7 @@ def _parse(argv):
     return mods, ("script", rest[0], rest[1:]), unbuffered
 
 
-def _importer(path):
+def _importer(path: str) -> bool:
     """Whether an import hook takes path (a directory or a zip file with
     a __main__), as the interpreter asks of its script argument."""
     for hook in sys.path_hooks:
@@ -103,7 +111,7 @@ def _importer(path):
     return False
 
 
-def path0(kind, target, flags=sys.flags):
+def path0(kind: str, target: str, flags: Any = sys.flags) -> Optional[str]:
     """What `python script.py` (kind "script") or `python -m module`
     ("module") puts first on sys.path: the script's directory, symlinks
     resolved (a directory or zip file run as a script: itself), or the
@@ -119,7 +127,7 @@ def path0(kind, target, flags=sys.flags):
     return os.path.dirname(os.path.realpath(target))
 
 
-def fork_refusal(mods):
+def fork_refusal(mods: Sequence[str]) -> Optional[str]:
     """Why this process must not fork the generation (None: it may)."""
     try:
         threads = len(os.listdir("/proc/self/task"))
@@ -138,7 +146,7 @@ def fork_refusal(mods):
     return None
 
 
-def _check(mods):
+def _check(mods: Sequence[str]) -> None:
     why = fork_refusal(mods)
     if why:
         _usage("refused: " + why)
@@ -147,10 +155,10 @@ def _check(mods):
 class _Channel:
     """procmgr-rank's lines, read one at a time."""
 
-    def __init__(self, sock):
+    def __init__(self, sock: socket.socket) -> None:
         self.sock, self.buf = sock, b""
 
-    def line(self):
+    def line(self) -> Optional[str]:
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -159,10 +167,10 @@ class _Channel:
         line, self.buf = self.buf.split(b"\n", 1)
         return line.decode("utf-8", "surrogateescape")
 
-    def generation(self):
+    def generation(self) -> Optional[Dict[str, str]]:
         """The next generation's environment (a dict) once "start" came;
         None when the channel closed."""
-        env = {}
+        env: Dict[str, str] = {}
         while True:
             text = self.line()
             if text is None:
@@ -177,7 +185,7 @@ class _Channel:
                 os._exit(2)
 
 
-def _prctl():
+def _prctl() -> Optional[Callable[..., int]]:
     """libc's prctl, loaded in the server (not in each fork); None if not."""
     try:
         import ctypes
@@ -186,7 +194,8 @@ def _prctl():
         return None
 
 
-def _become_rank(env, supervisor, middle, fds, prctl):
+def _become_rank(env: Dict[str, str], supervisor: int, middle: int, fds: Sequence[int],
+                 prctl: Optional[Callable[..., int]]) -> None:
     """In the generation's process, once forked: the rest of what a cold
     start has. Returns to run the script."""
     for fd in fds:
@@ -215,7 +224,7 @@ def _become_rank(env, supervisor, middle, fds, prctl):
         np.random.seed()  # fresh, as at a cold import; Python's random reseeds itself
 
 
-def serve(mods, sock):
+def serve(mods: Sequence[str], sock: socket.socket) -> None:
     """The fork server's loop: returns in each generation's process, never
     in the server (which exits when procmgr-rank closes the channel)."""
     supervisor = os.getppid()
@@ -266,7 +275,7 @@ def serve(mods, sock):
         sock.sendall(b"pid %s\n" % data)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     mods, (kind, target, args), unbuffered = _parse(argv)
     fd = os.environ.pop(_ENV_WARM_FD, None)
@@ -283,8 +292,8 @@ def main(argv=None):
         serve(mods, socket.socket(fileno=int(fd)))
     # Here: the generation's process (or run by hand, no procmgr: just run).
     if unbuffered:
-        sys.stdout.reconfigure(write_through=True)
-        sys.stderr.reconfigure(write_through=True)
+        cast(io.TextIOWrapper, sys.stdout).reconfigure(write_through=True)
+        cast(io.TextIOWrapper, sys.stderr).reconfigure(write_through=True)
     sys.argv = [target] + list(args)
     if kind == "module":
         runpy.run_module(target, run_name="__main__", alter_sys=True)

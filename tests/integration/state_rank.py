@@ -58,7 +58,7 @@ def main():
     if mode == "cutoff":
         if gen == 0:
             log("saved version %d" % procmgr.save("blob", b"A" * n, step=1))
-            text, _ = state._ask("begin blob %d" % n)
+            text, _ = state._client.ask("begin blob %d" % n)
             fd = os.memfd_create("half", os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, n)
             os.pwrite(fd, b"B" * (n // 2), 0)
@@ -125,8 +125,8 @@ def main():
         os.ftruncate(fd, size)
         with mmap.mmap(fd, size) as m:
             m[:size] = b"h" * size
-        text, _ = state._ask("begin huge %d" % size)
-        text, _ = state._ask("commit %s 1" % text.split()[1], fd)
+        text, _ = state._client.ask("begin huge %d" % size)
+        text, _ = state._client.ask("commit %s 1" % text.split()[1], fd)
         os.close(fd)
         log("saved huge: %s" % text)
         v = procmgr.save("model", b"m" * n, step=1)

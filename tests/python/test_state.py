@@ -110,19 +110,19 @@ class _SaveCases:
                                                 "PROCMGR_STATE_PREPARE": self.MODE,
                                                 "PROCMGR_STATE_SWAP": "0"})
         self.env.start()
-        state._drop()
+        state._client.drop()
 
     def tearDown(self):
-        for p in list(state._prepared.values()):
+        for p in list(state._client.prepared.values()):
             p.drop()
-        state._prepared.clear()
-        state._drop()
+        state._client.prepared.clear()
+        state._client.drop()
         self.env.stop()
         self.server.close()
         self.dir.cleanup()
 
     def prepared_fd(self, name):
-        p = state._prepared[name]
+        p = state._client.prepared[name]
         p.thread.join()
         self.assertIsNone(p.error)
         return p.fd
@@ -146,7 +146,7 @@ class _SaveCases:
         # bytearray, a memoryview of one, an array: by memmove, in parts
         # over _PARALLEL_MIN.
         import array
-        big = bytearray(os.urandom(1 << 16)) * ((state._PARALLEL_MIN >> 16) + 3)
+        big = bytearray(os.urandom(1 << 16)) * ((state._memfile.PARALLEL_MIN >> 16) + 3)
         cases = [b"r" * 70000, bytearray(b"w" * 70000), memoryview(bytearray(b"v" * 70000)),
                  array.array("d", [1.5] * 8750), big]
         for i, buf in enumerate(cases):
@@ -160,7 +160,7 @@ class _SaveCases:
 
     def test_a_prepared_file_of_another_size_is_not_used(self):
         state.save("s", bytearray(b"1" * 8192))
-        state._prepared["s"].thread.join()
+        state._client.prepared["s"].thread.join()
         state.save("s", bytearray(b"2" * 5000))
         self.assertEqual(self.server.content(1), b"2" * 5000)
         state.save("s", bytearray(b"3" * 5000))
@@ -174,10 +174,10 @@ class _SaveCases:
         self.assertEqual(self.server.content(2), b"q" * 10)
 
     def test_a_large_buffer_is_written_whole_in_parts(self):
-        # Over state._PARALLEL_MIN: written by several threads, each a part;
+        # Over state._memfile.PARALLEL_MIN: written by several threads, each a part;
         # an odd size so the last part is short.
         data = bytes(range(256)) * ((20 << 20) // 256) + b"tail!"
-        self.assertGreater(len(data), state._PARALLEL_MIN)
+        self.assertGreater(len(data), state._memfile.PARALLEL_MIN)
         state.save("big", data)
         state.save("big", data[::-1])
         self.assertEqual(self.server.content(0), data)
@@ -204,7 +204,7 @@ class _SaveCases:
     def test_the_buffer_may_change_once_copied(self):
         data = bytearray(b"1" * 300000)
         state.save("c", data)
-        state._prepared["c"].thread.join()
+        state._client.prepared["c"].thread.join()
         h = state.save("c", data, step=2, wait=False)
         h.copied(timeout=30)
         data[:] = b"2" * 300000  # the optimizer's step, the hand-over still going
@@ -232,10 +232,10 @@ class _SaveCases:
 
     def test_no_prepare_keeps_no_file(self):
         state.save("a", b"1" * 4096, prepare=False)
-        self.assertNotIn("a", state._prepared)
+        self.assertNotIn("a", state._client.prepared)
         with mock.patch.dict(os.environ, {"PROCMGR_STATE_PREPARE": "0"}):
             state.save("b", b"2" * 4096)
-        self.assertNotIn("b", state._prepared)
+        self.assertNotIn("b", state._client.prepared)
         self.assertEqual(self.server.content(1), b"2" * 4096)
 
     def test_a_forked_child_does_not_write_into_its_parents_file(self):
@@ -271,7 +271,7 @@ class _SaveCases:
         # was not inherited, so the double's F_SEAL_WRITE (procmgrd's)
         # is not refused with EBUSY.
         state.save("d", bytearray(b"1" * 65536))
-        state._prepared["d"].thread.join()
+        state._client.prepared["d"].thread.join()
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -290,7 +290,7 @@ class _SaveCases:
 
     def test_a_refused_commit_leaves_the_last_version(self):
         state.save("r", b"1" * 4096)
-        with mock.patch.object(state, "_take_prepared", side_effect=OSError("no memory")):
+        with mock.patch.object(state._client, "take_prepared", side_effect=OSError("no memory")):
             with self.assertRaises(OSError):
                 state.save("r", b"2" * 4096)
         self.assertEqual(len(self.server.kept), 1)
@@ -304,7 +304,7 @@ class PreparedSave(_SaveCases, unittest.TestCase):
         # the save writes into them; nothing of the file is mapped.
         state.save("t", bytearray(b"a" * 300000))
         fd = self.prepared_fd("t")
-        self.assertIsNone(state._prepared["t"].map)
+        self.assertIsNone(state._client.prepared["t"].map)
         self.assertGreaterEqual(os.fstat(fd).st_blocks * 512, 300000)
         with mock.patch.object(state.mmap, "mmap", side_effect=AssertionError("mapped")):
             state.save("t", bytearray(b"b" * 300000))
@@ -320,7 +320,7 @@ class MappedPreparedSave(_SaveCases, unittest.TestCase):
         # the mapping is open), and the save leaves no writable mapping
         # (the double seals F_SEAL_WRITE as procmgrd does: EBUSY otherwise).
         state.save("t", bytearray(b"a" * 300000))
-        p = state._prepared["t"]
+        p = state._client.prepared["t"]
         p.thread.join()
         self.assertIsNone(p.error)
         self.assertIsNotNone(p.map)
@@ -334,22 +334,22 @@ class MappedPreparedSave(_SaveCases, unittest.TestCase):
     def test_where_mapping_fails_the_save_writes(self):
         with mock.patch.object(state.mmap, "mmap", side_effect=OSError("ENOMEM")):
             state.save("f", bytearray(b"1" * 8192))
-            state._prepared["f"].thread.join()
-            self.assertIsNone(state._prepared["f"].map)
+            state._client.prepared["f"].thread.join()
+            self.assertIsNone(state._client.prepared["f"].map)
             state.save("f", bytearray(b"2" * 8192))
         self.assertEqual(self.server.content(1), b"2" * 8192)
 
 
 def _reset_swap():
-    for sp in state._spares.values():
+    for sp in state._client.spares.values():
         sp.map.close()
         sp.close()
-    state._spares.clear()
-    for kept in state._maps.values():
+    state._client.spares.clear()
+    for kept in state._client.maps.values():
         for m in kept.values():
             m.close()
-    state._maps.clear()
-    state._loaded.clear()
+    state._client.maps.clear()
+    state._client.loaded.clear()
 
 
 @unittest.skipUnless(os.access(os.environ.get("PM_TEST_STATESRV", "/nonexistent"), os.X_OK),
@@ -372,15 +372,15 @@ class SwapSave(unittest.TestCase):
         self.env.start()
         os.environ.pop("PROCMGR_STATE_SWAP", None)
         os.environ.pop("PROCMGR_STATE_PREPARE", None)
-        state._drop()
+        state._client.drop()
         _reset_swap()
 
     def tearDown(self):
-        for p in list(state._prepared.values()):
+        for p in list(state._client.prepared.values()):
             p.drop()
-        state._prepared.clear()
+        state._client.prepared.clear()
         _reset_swap()
-        state._drop()
+        state._client.drop()
         self.env.stop()
         self.srv.stdin.close()
         self.assertEqual(self.srv.wait(10), 0)
@@ -397,7 +397,7 @@ class SwapSave(unittest.TestCase):
         if pid == 0:
             os.close(r)
             try:
-                state._drop()
+                state._client.drop()
                 v = state.load(name)
                 os.write(w, bytes(v) if v is not None else b"none")
             finally:
@@ -419,7 +419,7 @@ class SwapSave(unittest.TestCase):
         for i in range(1, 4):
             self.assertEqual(state.save("m", bytearray([i]) * size, step=i), i)
             self.assertEqual(state.saved()["m"]["step"], i)
-            sp = state._spares.get("m")
+            sp = state._client.spares.get("m")
             files.append(ino(sp.fd) if sp else None)
         # The first save had nothing to hand back; the second got the
         # first's file back, the third the second's.
@@ -432,9 +432,9 @@ class SwapSave(unittest.TestCase):
                                   side_effect=AssertionError("a new file")):
             for i in range(4, 9):
                 self.assertEqual(state.save("m", bytearray([i]) * size, step=i), i)
-                self.assertEqual(ino(state._spares["m"].fd), files[1 + i % 2])
+                self.assertEqual(ino(state._client.spares["m"].fd), files[1 + i % 2])
         self.assertEqual(self.latest("m"), bytes([8]) * size)
-        self.assertEqual(state._prepared, {})  # nothing prepared beside the spare
+        self.assertEqual(state._client.prepared, {})  # nothing prepared beside the spare
 
     def test_a_loaded_version_is_never_written_again(self):
         size = 64 * 1024
@@ -451,15 +451,15 @@ class SwapSave(unittest.TestCase):
         for i in range(1, 4):
             state.save("m", bytearray([i]) * 8192, step=i)
         self.assertEqual(state.save("m", bytearray([9]) * 20000, step=9), 4)
-        self.assertNotIn("m", state._spares)  # the 8192-byte file was not kept
+        self.assertNotIn("m", state._client.spares)  # the 8192-byte file was not kept
         state.save("m", bytearray([10]) * 20000, step=10)
-        self.assertEqual(state._spares["m"].size, 20000)
+        self.assertEqual(state._client.spares["m"].size, 20000)
         self.assertEqual(self.latest("m"), bytes([10]) * 20000)
 
     def test_a_forked_child_never_writes_into_its_parents_files(self):
         for i in range(1, 4):
             state.save("m", bytearray([i]) * 8192, step=i)
-        parent_spare = ino(state._spares["m"].fd)
+        parent_spare = ino(state._client.spares["m"].fd)
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -467,14 +467,14 @@ class SwapSave(unittest.TestCase):
                 # None of the parent's files or mappings (not mapped here,
                 # MADV_DONTFORK), yet their objects kept alive: freeing one
                 # would unmap whatever the child has at that address.
-                if state._spares or state._maps or not state._inherited:
+                if state._client.spares or state._client.maps or not state._client.inherited:
                     os._exit(4)
-                kept = state._inherited[-1][0]["m"].map
-                state._drop()  # its own connection, as procmgr.save makes
+                kept = state._client.inherited[-1][0]["m"].map
+                state._client.drop()  # its own connection, as procmgr.save makes
                 state.save("m", bytearray([7]) * 8192, step=7)
-                if state._inherited[-1][0]["m"].map is not kept or kept.closed:
+                if state._client.inherited[-1][0]["m"].map is not kept or kept.closed:
                     os._exit(5)
-                code = 0 if ino(state._spares.get("m").fd if "m" in state._spares
+                code = 0 if ino(state._client.spares.get("m").fd if "m" in state._client.spares
                                 else os.open("/", os.O_RDONLY)) != parent_spare else 3
             finally:
                 os._exit(code)
@@ -491,12 +491,12 @@ class SwapSave(unittest.TestCase):
         # dropped, and the next request gets its own answer.
         for i in range(1, 4):
             state.save("m", bytearray([i]) * 8192, step=i)
-        self.assertIn("m", state._spares)
+        self.assertIn("m", state._client.spares)
         state.save("x", bytearray(24000))
         with self.assertRaises(state.StateError) as e:
             state.save("m", bytearray([4]) * 8192, step=4)
         self.assertIn("per-node limit of 39.1 KiB", str(e.exception))
-        self.assertNotIn("m", state._spares)
+        self.assertNotIn("m", state._client.spares)
         self.assertEqual(state.saved()["m"]["step"], 3)
         state.save("x", bytearray(100))
         self.assertEqual(state.save("m", bytearray([5]) * 8192, step=5), 4)
@@ -508,7 +508,7 @@ class SwapSave(unittest.TestCase):
         # the next save works.
         for i in range(1, 4):
             state.save("m", bytearray([i]) * 8192, step=i)
-        with mock.patch.object(state, "_copy_into", side_effect=KeyboardInterrupt):
+        with mock.patch.object(state._memfile, "copy_into", side_effect=KeyboardInterrupt):
             with self.assertRaises(KeyboardInterrupt):
                 state.save("m", bytearray([4]) * 8192, step=4)
         self.assertEqual(state.saved()["m"]["step"], 3)
@@ -520,10 +520,64 @@ class SwapSave(unittest.TestCase):
         try:
             for i in range(1, 4):
                 state.save("m", bytearray([i]) * 8192, step=i)
-            self.assertEqual(state._spares, {})
+            self.assertEqual(state._client.spares, {})
             self.assertEqual(self.latest("m"), bytes([3]) * 8192)
         finally:
             del os.environ["PROCMGR_STATE_SWAP"]
+
+
+class WritePathTest(unittest.TestCase):
+    """The write path from the environment and save's prepare argument:
+    every combination of the two variables' values (unset, off, on, map,
+    anything else) and of the argument."""
+
+    def test_every_combination(self):
+        for swap in (None, "0", "1", "yes"):
+            for mode in (None, "0", "1", "map", "other"):
+                env = {k: v for k, v in (("PROCMGR_STATE_SWAP", swap),
+                                         ("PROCMGR_STATE_PREPARE", mode)) if v is not None}
+                for arg in (None, True, False):
+                    with self.subTest(swap=swap, mode=mode, arg=arg):
+                        p = state.WritePath.choose(env, arg)
+                        self.assertEqual(p.swap, swap != "0")
+                        wanted = mode != "0" if arg is None else arg
+                        self.assertEqual(p.prepare, "none" if not wanted else
+                                         "map" if mode == "map" else "alloc")
+
+
+class ShapeTest(unittest.TestCase):
+    """What this process holds between saves is in one object (state's
+    _Client), not in module globals: no `global` statement and no
+    module-level dict, list or set in state.py or _memfile.py. And no file
+    of the package over 650 lines (issue 33)."""
+    PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+
+    def test_no_module_level_mutable_state(self):
+        import ast
+        for f in ("state.py", "_memfile.py"):
+            with open(os.path.join(self.PKG, "procmgr", f), encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            for node in ast.walk(tree):
+                self.assertNotIsInstance(node, ast.Global, "%s:%d" % (f, getattr(node, "lineno", 0)))
+            for node in tree.body:
+                value = getattr(node, "value", None)
+                mutable = isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp,
+                                             ast.ListComp, ast.SetComp)) or (
+                    isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                    and value.func.id in ("dict", "list", "set"))
+                names = [t.id for t in getattr(node, "targets", [getattr(node, "target", None)])
+                         if isinstance(t, ast.Name)]
+                if names == ["__all__"]:
+                    continue
+                self.assertFalse(mutable and isinstance(node, (ast.Assign, ast.AnnAssign)),
+                                 "%s:%d: a module-level container" % (f, node.lineno))
+
+    def test_no_file_over_650_lines(self):
+        for top, _, files in os.walk(self.PKG):
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(top, f), encoding="utf-8") as fh:
+                        self.assertLessEqual(sum(1 for _ in fh), 650, os.path.join(top, f))
 
 
 if __name__ == "__main__":
