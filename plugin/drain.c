@@ -43,7 +43,7 @@ int pm_drain_node(const char *node, const char *reason, char *err, size_t errlen
 	msg.reason = text;
 	/* The request comes from root: record root as who set the reason, as
 	 * scontrol does, rather than leave slurmctld to guess. */
-	msg.reason_uid = (uint32_t)getuid();
+	pm_node_msg_set_reason_uid(&msg, (uint32_t)getuid());
 	if (slurm_update_node(&msg) != SLURM_SUCCESS) {
 		int e = errno;
 		snprintf(err, errlen, "cannot drain node %s: %s", node, slurm_strerror(e));

@@ -1,5 +1,5 @@
 /* What differs between the Slurm releases procmgr.so builds for (22.05 to
- * 25.05), in one place. configure reads the release from
+ * 26.05), in one place. configure reads the release from
  * slurm/slurm_version.h and tests for the declarations (config.h); the
  * plugin is built once per release anyway (Slurm loads a SPANK plugin only
  * into the major.minor it was built for). */
@@ -29,6 +29,20 @@ typedef hostlist_t pm_hostlist_t;
 #else
 #define PM_SPANK_INIT_FAILURE_MODE 0
 #endif
+
+/* Who set a node's reason (sinfo -R's user): up to 25.11 the update
+ * request says it (scontrol sends its own uid); 26.05 dropped the field and
+ * slurmctld records the request's authenticated sender, which is the same
+ * uid for the plugin (root in slurmstepd). */
+static inline void pm_node_msg_set_reason_uid(update_node_msg_t *m, uint32_t uid)
+{
+#if HAVE_UPDATE_NODE_MSG_T_REASON_UID
+	m->reason_uid = uid;
+#else
+	(void)m;
+	(void)uid;
+#endif
+}
 
 /* spank_prepend_task_argv (23.11+) is not used: it gives what writing the
  * task's argv[0] gives (slurmstepd execs procmgr-rank, which finds the

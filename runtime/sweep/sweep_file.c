@@ -220,7 +220,8 @@ int pm_sweep_parse(const char *buf, size_t len, const char *what, int default_ra
 {
 	struct ctx c = { what, 0, default_ranks, step_ranks, err, errlen };
 	size_t lines = 1, i, cap;
-	char *p, *end, *nul;
+	const char *nul;
+	char *p, *end;
 
 	memset(out, 0, sizeof(*out));
 	if (step_ranks < 1 || default_ranks < 1 || default_ranks > step_ranks) {

@@ -288,7 +288,10 @@ class ModulePath(unittest.TestCase):
         subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r)\n"
                         "from procmgr.standby import main" % SRC], cwd=self.cwd, env=self.env,
                        stderr=subprocess.DEVNULL, timeout=60)
-        self.assertIn("socket", self.planted())
+        # Up to 3.13 -c runs and imports socket from here; 3.14 registers
+        # the -c source with linecache first, and the planted linecache
+        # (imported from here) fails that before the code runs: live either way.
+        self.assertTrue({"socket", "linecache"} & set(self.planted()), self.planted())
 
     def test_modules_found_as_python_script_py_finds_them(self):
         for py in interpreters():

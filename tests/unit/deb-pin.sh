@@ -45,4 +45,10 @@ built_for 24 11 5
 install_beside 24.11.1-1; expect 0 "24.11 build beside 24.11.1"
 install_beside 24.05.4-1; expect 1 "24.11 build refused beside 24.05"
 install_beside 25.05.0-1; expect 1 "24.11 build refused beside 25.05"
+built_for 26 5 5
+case $dep in *"(>= 26.05~)"*"(<< 26.06~)"*) echo "ok   field: $dep" ;;
+*) echo "FAIL field for 26.05.5: $dep"; fail=1 ;; esac
+install_beside 26.05.5-1; expect 0 "26.05 build beside 26.05.5 (Debian forky)"
+install_beside 25.11.2-1; expect 1 "26.05 build refused beside 25.11"
+install_beside 24.11.5-1; expect 1 "26.05 build refused beside 24.11"
 exit $fail

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "cmocka_compat.h"
 
 #include "affinity/affinity.h"
 #include "affinity/bind.h"
@@ -243,7 +244,7 @@ static void test_model_sharing_rule(void **state)
 				    users[p.ranks[r - 1].gpus[0]] >= 1);
 	}
 	for (int g = 0; g < 4; g++)
-		assert_in_range(users[g], 1, 2);
+		assert_int_in_range(users[g], 1, 2);
 	/* 3 ranks per package: the 4 cores split 2/1/1 */
 	assert_int_equal(pm_cpuset_count(&p.ranks[0].cpus) + pm_cpuset_count(&p.ranks[1].cpus) +
 			 pm_cpuset_count(&p.ranks[2].cpus), 4);

@@ -42,6 +42,15 @@ static void test_judge_release(void **state)
 	assert_int_equal(pm_judge_release(0x180b05, "24.05.4", "x", err, sizeof(err)), -1);
 	assert_int_equal(pm_judge_release(0x180b05, "garbage", "x", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "'garbage'"));
+	/* 26.05 (Debian forky): its own release only, named both ways. */
+	assert_int_equal(pm_judge_release(0x1a0505, "26.05.5-1", "slurmctld", err, sizeof(err)), 0);
+	assert_int_equal(pm_judge_release(0x1a0505, "25.11.2", "node n2", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "node n2 runs Slurm 25.11.2, the plugin is built for 26.05"));
+	assert_non_null(strstr(err, "rebuild procmgr against Slurm 25.11"));
+	assert_int_equal(pm_judge_release(0x180b05, "26.05.5", "x", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "built for 24.11"));
+	assert_int_equal(pm_judge_release(0x180b05, "garbage", "x", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'garbage'"));
 }
 
 /* Truncated or foreign input is refused, never read past. */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include "cmocka_compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -398,7 +399,7 @@ static void test_script_timeout(void **state)
 	r = script1(body, 1500);
 	alarm(0);
 	assert_result(r, PM_HEALTH_FAIL, "timed out after 1.5 s; last said: checking fabric");
-	assert_in_range(r.elapsed_ms, 1500, 1500 + 5000);
+	assert_int_in_range(r.elapsed_ms, 1500, 1500 + 5000);
 	read_pids(pids, &leader, &child);
 	assert_killed_and_gone(leader, child);
 }
