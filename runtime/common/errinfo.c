@@ -429,8 +429,26 @@ static bool fatal_summary(const char *tail, char *sum, size_t len)
 	return true;
 }
 
-void pm_err_from_tail(const char *tail, char *out, size_t len)
+/* Where the last max lines of s start (trailing newlines are no lines). */
+static const char *last_lines(const char *s, unsigned max)
 {
+	const char *p = s + strlen(s);
+	unsigned n = 0;
+
+	while (p > s && p[-1] == '\n')
+		p--;
+	while (p > s && n < max) {
+		p--;
+		while (p > s && p[-1] != '\n')
+			p--;
+		n++;
+	}
+	return p;
+}
+
+void pm_err_from_tail(const char *all, char *out, size_t len)
+{
+	const char *tail = last_lines(all, PM_TAIL_LINES);
 	const char *end = tail + strlen(tail), *s, *e = end;
 	char sum[PM_ERR_SUMMARY_MAX + 1];
 	size_t n;
@@ -438,7 +456,7 @@ void pm_err_from_tail(const char *tail, char *out, size_t len)
 	if (!len)
 		return;
 	out[0] = '\0';
-	if (fatal_summary(tail, sum, sizeof(sum))) {
+	if (fatal_summary(all, sum, sizeof(sum))) {
 		pm_err_compose(sum, tail, out, len);
 		return;
 	}

@@ -14,7 +14,7 @@
 /* The summary line quoted in the restart line is cut to this. */
 #define PM_ERR_SUMMARY_MAX 200
 /* How much of the command's stderr is kept: its last lines only. */
-#define PM_TAIL_BYTES 4096
+#define PM_TAIL_BYTES 16384
 #define PM_TAIL_LINES 20
 
 /* torch's error.json: {"message": {"message": "T: m", "extraInfo":
@@ -39,9 +39,12 @@ void pm_tail_lines(const struct pm_tail *t, unsigned max_lines, char *out, size_
 
 /* A report's text from a summary and details (either may be empty). */
 void pm_err_compose(const char *summary, const char *detail, char *out, size_t len);
-/* A report's text from stderr's last lines: the summary is the last line
- * that is not blank (a Python traceback's is the exception). "" if the
- * tail holds nothing but blanks. */
+/* A report's text from stderr's last lines (every line kept): a crash under
+ * faulthandler is said by its "Fatal Python error" line found anywhere in
+ * them (Python 3.14 prints the C stack, tens of lines, after the Python
+ * frames); else the summary is the last line that is not blank (a Python
+ * traceback's is the exception). The detail: the last PM_TAIL_LINES lines.
+ * "" if the tail holds nothing but blanks. */
 void pm_err_from_tail(const char *tail, char *out, size_t len);
 /* A report's summary line, cut to PM_ERR_SUMMARY_MAX with "...", control
  * characters as spaces, into out (at least PM_ERR_SUMMARY_MAX + 4). */

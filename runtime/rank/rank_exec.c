@@ -463,7 +463,7 @@ void pm_rank_exec_failure(const char *error_file, const struct pm_tail *tail, ch
 		pm_err_compose(msgtext, trace, text, len);
 		return;
 	}
-	pm_tail_lines(tail, PM_TAIL_LINES, lines, sizeof(lines));
+	pm_tail_lines(tail, PM_TAIL_BYTES, lines, sizeof(lines)); /* all of them */
 	pm_err_from_tail(lines, text, len);
 }
 

@@ -143,6 +143,34 @@ static void test_fatal_python(void **state)
 			 sizeof(out));
 	pm_err_summary(out, sum, sizeof(sum));
 	assert_string_equal(sum, "Fatal Python error: Aborted");
+	/* Python 3.14: the thread's name in its header, and the C stack (tens
+	 * of lines) after the Python frames, the fatal line well above the
+	 * last PM_TAIL_LINES lines; the detail is those lines. */
+	{
+		static char big[12288], all[PM_TAIL_BYTES];
+		struct pm_tail tl;
+		char *p = big;
+		int i;
+		p += sprintf(p, "Fatal Python error: Segmentation fault\n\n"
+			     "Current thread 0x00007f3b [python3] (most recent call first):\n"
+			     "  File \"/usr/lib/python3.14/ctypes/__init__.py\", line 577 in "
+			     "string_at\n  File \"<string>\", line 1 in <module>\n\n"
+			     "Current thread's C stack trace (most recent call first):\n");
+		for (i = 0; i < 80; i++)
+			p += sprintf(p, "  Binary file \"/usr/bin/python3.14\", at _Py_f%d+0x1f "
+				     "[0x55d1c0a%04d]\n", i, i);
+		sprintf(p, "\nExtension modules: _ctypes (total: 1)\n");
+		/* As procmgr-rank keeps it (rank_exec.c): every line its ring holds. */
+		pm_tail_reset(&tl);
+		pm_tail_feed(&tl, big, strlen(big));
+		pm_tail_lines(&tl, PM_TAIL_BYTES, all, sizeof(all));
+		pm_err_from_tail(all, out, sizeof(out));
+		pm_err_summary(out, sum, sizeof(sum));
+		assert_string_equal(sum, "Fatal Python error: Segmentation fault, in string_at "
+					 "(/usr/lib/python3.14/ctypes/__init__.py, line 577)");
+		assert_null(strstr(pm_err_detail(out), "Current thread 0x"));
+		assert_non_null(strstr(pm_err_detail(out), "_Py_f79+0x1f"));
+	}
 	/* Quoted inside a line, it is not faulthandler's. */
 	pm_err_from_tail("log: Fatal Python error: x\nValueError: y\n", out, sizeof(out));
 	pm_err_summary(out, sum, sizeof(sum));
