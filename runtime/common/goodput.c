@@ -1,5 +1,6 @@
 /* Goodput's accounting (goodput.h has the definitions). Pure. */
 #include "goodput.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -561,77 +562,55 @@ void pm_gp_result_free(struct pm_gp_result *r)
 
 /* ---- text ---- */
 
-struct out {
-	char *buf;
-	size_t len, off;
-	bool full;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->full)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->len - o->off)
-		o->full = true;
-	else
-		o->off += (size_t)n;
-}
 
 /* A number of seconds, or null. */
-static void jnum(struct out *o, const char *key, double v, const char *fmt)
+static void jnum(struct pm_textbuf *o, const char *key, double v, const char *fmt)
 {
-	put(o, ",\"%s\":", key);
+	pm_textbuf_put(o, ",\"%s\":", key);
 	if (v < 0)
-		put(o, "null");
+		pm_textbuf_put(o, "null");
 	else
-		put(o, fmt, v);
+		pm_textbuf_put(o, fmt, v);
 }
 
 int pm_gp_json(const struct pm_gp_result *r, char *buf, size_t len)
 {
-	struct out o = { .buf = buf, .len = len };
+	struct pm_textbuf o = { .buf = buf, .len = len };
 	unsigned i;
 	int j;
 
 	if (!len)
 		return -1;
-	put(&o, "{\"known\":%s,\"why_unknown\":", r->known ? "true" : "false");
+	pm_textbuf_put(&o, "{\"known\":%s,\"why_unknown\":", r->known ? "true" : "false");
 	if (r->known)
-		put(&o, "null");
+		pm_textbuf_put(&o, "null");
 	else
-		put(&o, "\"%s\"", r->why); /* our own words: nothing to escape */
-	put(&o, ",\"ended\":%s,\"wall_s\":%.3f", r->ended ? "true" : "false", r->wall);
+		pm_textbuf_put(&o, "\"%s\"", r->why); /* our own words: nothing to escape */
+	pm_textbuf_put(&o, ",\"ended\":%s,\"wall_s\":%.3f", r->ended ? "true" : "false", r->wall);
 	jnum(&o, "useful_s", r->useful, "%.3f");
 	jnum(&o, "goodput", r->goodput, "%.4f");
 	jnum(&o, "steady_step_s", r->steady, "%.6f");
-	put(&o, ",\"steps\":%llu", (unsigned long long)r->steps);
+	pm_textbuf_put(&o, ",\"steps\":%llu", (unsigned long long)r->steps);
 	jnum(&o, "startup_s", r->startup, "%.3f");
 	jnum(&o, "end_s", r->end, "%.3f");
 	/* the rest may be below 0: steps faster than the median */
 	if (!r->known || r->lost < 0)
-		put(&o, ",\"other_s\":null");
+		pm_textbuf_put(&o, ",\"other_s\":null");
 	else
-		put(&o, ",\"other_s\":%.3f", r->other);
+		pm_textbuf_put(&o, ",\"other_s\":%.3f", r->other);
 	jnum(&o, "lost_s", r->lost, "%.3f");
-	put(&o, ",\"lost_by_phase\":{");
+	pm_textbuf_put(&o, ",\"lost_by_phase\":{");
 	for (j = 0; j < PM_GP_NPHASES; j++) {
-		put(&o, "%s\"%s_s\":", j ? "," : "", pm_gp_phase_name((enum pm_gp_phase)j));
+		pm_textbuf_put(&o, "%s\"%s_s\":", j ? "," : "", pm_gp_phase_name((enum pm_gp_phase)j));
 		if (r->total[j] < 0)
-			put(&o, "null");
+			pm_textbuf_put(&o, "null");
 		else
-			put(&o, "%.3f", r->total[j]);
+			pm_textbuf_put(&o, "%.3f", r->total[j]);
 	}
-	put(&o, "},\"incidents\":[");
+	pm_textbuf_put(&o, "},\"incidents\":[");
 	for (i = 0; r->inc && i < r->nincidents; i++) {
 		const struct pm_gp_incident *in = &r->inc[i];
-		put(&o, "%s{\"gen\":%u,\"cause\":\"%s\",\"at\":%.3f", i ? "," : "", in->gen,
+		pm_textbuf_put(&o, "%s{\"gen\":%u,\"cause\":\"%s\",\"at\":%.3f", i ? "," : "", in->gen,
 		    in->cause, in->at);
 		jnum(&o, "lost_s", in->lost, "%.3f");
 		for (j = 0; j < PM_GP_NPHASES; j++) {
@@ -639,9 +618,9 @@ int pm_gp_json(const struct pm_gp_result *r, char *buf, size_t len)
 			snprintf(k, sizeof(k), "%s_s", pm_gp_phase_name((enum pm_gp_phase)j));
 			jnum(&o, k, in->phase[j], "%.3f");
 		}
-		put(&o, "}");
+		pm_textbuf_put(&o, "}");
 	}
-	put(&o, "]}");
+	pm_textbuf_put(&o, "]}");
 	return o.full ? -1 : 0;
 }
 
@@ -650,32 +629,32 @@ static const char *const words[PM_GP_NPHASES] = { "detection", "stop", "start",
 
 int pm_gp_text(const struct pm_gp_result *r, char *buf, size_t len)
 {
-	struct out o = { .buf = buf, .len = len };
+	struct pm_textbuf o = { .buf = buf, .len = len };
 	int j, said = 0;
 
 	if (!len)
 		return -1;
 	if (r->known)
-		put(&o, "procmgr: goodput %.1f%% (useful %.1f s of %.1f s wall: %llu steps at "
+		pm_textbuf_put(&o, "procmgr: goodput %.1f%% (useful %.1f s of %.1f s wall: %llu steps at "
 		    "%.3f s", r->goodput * 100, r->useful, r->wall, (unsigned long long)r->steps,
 		    r->steady);
 	else
-		put(&o, "procmgr: goodput unknown (%.1f s wall", r->wall);
+		pm_textbuf_put(&o, "procmgr: goodput unknown (%.1f s wall", r->wall);
 	if (r->nincidents) {
-		put(&o, "; %u incident%s", r->nincidents, r->nincidents == 1 ? "" : "s");
+		pm_textbuf_put(&o, "; %u incident%s", r->nincidents, r->nincidents == 1 ? "" : "s");
 		if (r->lost >= 0)
-			put(&o, " lost %.2f s", r->lost);
-		put(&o, ":");
+			pm_textbuf_put(&o, " lost %.2f s", r->lost);
+		pm_textbuf_put(&o, ":");
 		for (j = 0; j < PM_GP_NPHASES; j++)
 			if (r->total[j] >= 0)
-				put(&o, "%s %s %.2f", said++ ? "," : "", words[j], r->total[j]);
-		put(&o, " s");
+				pm_textbuf_put(&o, "%s %s %.2f", said++ ? "," : "", words[j], r->total[j]);
+		pm_textbuf_put(&o, " s");
 	}
 	if (r->known && r->startup >= 0)
-		put(&o, "; start-up %.1f s", r->startup);
-	put(&o, ")");
+		pm_textbuf_put(&o, "; start-up %.1f s", r->startup);
+	pm_textbuf_put(&o, ")");
 	if (!r->known)
-		put(&o, ": %s", r->why);
+		pm_textbuf_put(&o, ": %s", r->why);
 	return o.full ? -1 : 0;
 }
 
@@ -683,17 +662,17 @@ int pm_gp_text(const struct pm_gp_result *r, char *buf, size_t len)
 
 int pm_gp_status_format(const struct pm_gp_result *r, char *buf, size_t len)
 {
-	struct out o = { .buf = buf, .len = len };
+	struct pm_textbuf o = { .buf = buf, .len = len };
 	int j;
 
 	if (!len)
 		return -1;
-	put(&o, "goodput known=%d ended=%d wall=%.3f useful=%.3f ratio=%.4f steady=%.6f "
+	pm_textbuf_put(&o, "goodput known=%d ended=%d wall=%.3f useful=%.3f ratio=%.4f steady=%.6f "
 	    "steps=%llu startup=%.3f lost=%.3f incidents=%u end=%.3f other=%.3f", r->known,
 	    r->ended, r->wall, r->useful, r->goodput, r->steady, (unsigned long long)r->steps,
 	    r->startup, r->lost, r->nincidents, r->end, r->other);
 	for (j = 0; j < PM_GP_NPHASES; j++)
-		put(&o, " %s=%.3f", pm_gp_phase_name((enum pm_gp_phase)j), r->total[j]);
+		pm_textbuf_put(&o, " %s=%.3f", pm_gp_phase_name((enum pm_gp_phase)j), r->total[j]);
 	return o.full ? -1 : 0;
 }
 

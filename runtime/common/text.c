@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include "text.h"
 
 #include <string.h>
@@ -84,4 +85,20 @@ size_t pm_text_visible(char *s)
 		}
 	}
 	return n;
+}
+
+void pm_textbuf_put(struct pm_textbuf *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->off)
+		o->full = true;
+	else
+		o->off += (size_t)n;
 }

@@ -2,6 +2,7 @@
 #ifndef PM_TEXT_H
 #define PM_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,5 +27,16 @@ void pm_fmt_seconds(unsigned ms, char *buf, size_t len);
 #define PM_QMAX 64
 #define PM_Q(s) (int)(strlen(s) > PM_QMAX ? PM_QMAX : strlen(s)), (s), \
 	(strlen(s) > PM_QMAX ? "..." : "")
+
+/* A text built piece by piece into a caller's buffer: once a piece does not
+ * fit, full is set and nothing more is added (the caller says the text is
+ * cut, or drops it). */
+struct pm_textbuf {
+	char *buf;
+	size_t len, off;
+	bool full;
+};
+void pm_textbuf_put(struct pm_textbuf *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

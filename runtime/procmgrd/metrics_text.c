@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include "common/goodput.h"
+#include "common/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -180,37 +181,15 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 	}
 }
 
-struct out {
-	char *buf;
-	size_t len, off;
-	bool full;
-};
 
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
+static void head(struct pm_textbuf *o, const char *name, const char *type, const char *help)
 {
-	va_list ap;
-	int n;
-
-	if (o->full)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->len - o->off)
-		o->full = true;
-	else
-		o->off += (size_t)n;
-}
-
-static void head(struct out *o, const char *name, const char *type, const char *help)
-{
-	put(o, "# HELP procmgr_%s %s\n# TYPE procmgr_%s %s\n", name, help, name, type);
+	pm_textbuf_put(o, "# HELP procmgr_%s %s\n# TYPE procmgr_%s %s\n", name, help, name, type);
 }
 
 int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 {
-	struct out o = { .buf = buf, .len = len };
+	struct pm_textbuf o = { .buf = buf, .len = len };
 	char id[64];
 	int r, i;
 
@@ -219,63 +198,63 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 	buf[0] = '\0';
 	snprintf(id, sizeof(id), "job=\"%u\",step=\"%u\"", m->job, m->step);
 	head(&o, "step_running", "gauge", "1 while the step runs under procmgr, 0 once it ended.");
-	put(&o, "procmgr_step_running{%s} %d\n", id, m->running ? 1 : 0);
+	pm_textbuf_put(&o, "procmgr_step_running{%s} %d\n", id, m->running ? 1 : 0);
 	head(&o, "step_generation", "gauge", "The step's current generation (0: never restarted).");
-	put(&o, "procmgr_step_generation{%s} %u\n", id, m->gen);
+	pm_textbuf_put(&o, "procmgr_step_generation{%s} %u\n", id, m->gen);
 	head(&o, "step_nodes", "gauge", "Nodes of the step.");
-	put(&o, "procmgr_step_nodes{%s} %d\n", id, m->nodes);
+	pm_textbuf_put(&o, "procmgr_step_nodes{%s} %d\n", id, m->nodes);
 	head(&o, "step_ranks", "gauge", "Ranks of the step.");
-	put(&o, "procmgr_step_ranks{%s} %d\n", id, m->ranks);
+	pm_textbuf_put(&o, "procmgr_step_ranks{%s} %d\n", id, m->ranks);
 	head(&o, "restarts_total", "counter", "Restarts of every rank, by what caused them.");
 	for (r = 0; r < PM_MR_N; r++)
-		put(&o, "procmgr_restarts_total{%s,reason=\"%s\"} %lu\n", id,
+		pm_textbuf_put(&o, "procmgr_restarts_total{%s,reason=\"%s\"} %lu\n", id,
 		    pm_mreason_name((enum pm_mreason)r), m->restarts[r]);
 	head(&o, "failures_total", "counter", "Rank and node failures judged, by kind.");
 	for (r = 0; r < PM_MR_N; r++)
-		put(&o, "procmgr_failures_total{%s,reason=\"%s\"} %lu\n", id,
+		pm_textbuf_put(&o, "procmgr_failures_total{%s,reason=\"%s\"} %lu\n", id,
 		    pm_mreason_name((enum pm_mreason)r), m->failures[r]);
 	head(&o, "hangs_total", "counter", "Hangs judged (no heartbeat within the hang timeout).");
-	put(&o, "procmgr_hangs_total{%s} %lu\n", id, m->hangs);
+	pm_textbuf_put(&o, "procmgr_hangs_total{%s} %lu\n", id, m->hangs);
 	head(&o, "health_failures_total", "counter", "Health check failures, by check.");
 	for (i = 0; i < m->nhealth; i++)
-		put(&o, "procmgr_health_failures_total{%s,check=\"%s\"} %lu\n", id,
+		pm_textbuf_put(&o, "procmgr_health_failures_total{%s,check=\"%s\"} %lu\n", id,
 		    m->health[i].check, m->health[i].n);
 	if (m->health[PM_METRICS_CHECKS].n)
-		put(&o, "procmgr_health_failures_total{%s,check=\"other\"} %lu\n", id,
+		pm_textbuf_put(&o, "procmgr_health_failures_total{%s,check=\"other\"} %lu\n", id,
 		    m->health[PM_METRICS_CHECKS].n);
 	head(&o, "nodes_lost_total", "counter", "Nodes lost (procmgrd gone or silent).");
-	put(&o, "procmgr_nodes_lost_total{%s} %lu\n", id, m->nodes_lost);
+	pm_textbuf_put(&o, "procmgr_nodes_lost_total{%s} %lu\n", id, m->nodes_lost);
 	head(&o, "nodes_replaced_total", "counter", "Lost nodes replaced by a spare.");
-	put(&o, "procmgr_nodes_replaced_total{%s} %lu\n", id, m->nodes_replaced);
+	pm_textbuf_put(&o, "procmgr_nodes_replaced_total{%s} %lu\n", id, m->nodes_replaced);
 	head(&o, "slow_nodes", "gauge",
 	     "Nodes found slow now (slower than the job's median; see --procmgr-slow).");
-	put(&o, "procmgr_slow_nodes{%s} %ld\n", id, m->slow_nodes);
+	pm_textbuf_put(&o, "procmgr_slow_nodes{%s} %ld\n", id, m->slow_nodes);
 	head(&o, "slow_flagged_total", "counter", "Times a node was found slow.");
-	put(&o, "procmgr_slow_flagged_total{%s} %lu\n", id, m->slow_total);
+	pm_textbuf_put(&o, "procmgr_slow_flagged_total{%s} %lu\n", id, m->slow_total);
 	head(&o, "slow_evicted_total", "counter",
 	     "Slow nodes replaced by a spare (--procmgr-evict-slow).");
-	put(&o, "procmgr_slow_evicted_total{%s} %lu\n", id, m->slow_evicted);
+	pm_textbuf_put(&o, "procmgr_slow_evicted_total{%s} %lu\n", id, m->slow_evicted);
 	head(&o, "state_restores_total", "counter",
 	     "Loads of a rank's state kept in procmgr's memory (procmgr.load).");
-	put(&o, "procmgr_state_restores_total{%s} %lu\n", id, m->state_restores);
+	pm_textbuf_put(&o, "procmgr_state_restores_total{%s} %lu\n", id, m->state_restores);
 	head(&o, "state_savers_total", "counter",
 	     "Rank processes that saved state in procmgr's memory (procmgr.save).");
-	put(&o, "procmgr_state_savers_total{%s} %lu\n", id, m->state_savers);
+	pm_textbuf_put(&o, "procmgr_state_savers_total{%s} %lu\n", id, m->state_savers);
 	if (m->state_lost_steps >= 0) {
 		head(&o, "state_last_lost_steps", "gauge",
 		     "Steps of work the last restore of a rank's state gave up.");
-		put(&o, "procmgr_state_last_lost_steps{%s} %ld\n", id, m->state_lost_steps);
+		pm_textbuf_put(&o, "procmgr_state_last_lost_steps{%s} %ld\n", id, m->state_lost_steps);
 	}
 	if (m->have_restart) {
 		head(&o, "last_restart_seconds", "gauge",
 		     "The last restart: from the failure to the next generation's start.");
-		put(&o, "procmgr_last_restart_seconds{%s} %.3f\n", id, m->last_restart_s);
+		pm_textbuf_put(&o, "procmgr_last_restart_seconds{%s} %.3f\n", id, m->last_restart_s);
 	}
 	if (m->have_process) {
 		head(&o, "last_restart_process_seconds", "gauge",
 		     "The last restart, procmgr's part: from the failure to every rank running "
 		     "again.");
-		put(&o, "procmgr_last_restart_process_seconds{%s} %.3f\n", id, m->last_process_s);
+		pm_textbuf_put(&o, "procmgr_last_restart_process_seconds{%s} %.3f\n", id, m->last_process_s);
 	}
 	/* Only a heartbeat says that a rank trains again: without one (no
 	 * hang timeout) the process part is all that is known. */
@@ -283,22 +262,22 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 		head(&o, "last_recovery_seconds", "gauge",
 		     "The last restart as felt: from the failure to every rank's first "
 		     "heartbeat (training again).");
-		put(&o, "procmgr_last_recovery_seconds{%s} %.3f\n", id, m->last_recovery_s);
+		pm_textbuf_put(&o, "procmgr_last_recovery_seconds{%s} %.3f\n", id, m->last_recovery_s);
 	}
 	/* Goodput: only what is known (without heartbeats with a step, the
 	 * ratio and the program's phases are not, and are left out). */
 	if (m->gp_wall_s >= 0) {
 		head(&o, "wall_seconds", "gauge",
 		     "The step's wall time so far, from generation 0's launch.");
-		put(&o, "procmgr_wall_seconds{%s} %.3f\n", id, m->gp_wall_s);
+		pm_textbuf_put(&o, "procmgr_wall_seconds{%s} %.3f\n", id, m->gp_wall_s);
 	}
 	if (m->goodput >= 0) {
 		head(&o, "goodput_ratio", "gauge",
 		     "Useful training time over wall time (distinct steps x the median step time).");
-		put(&o, "procmgr_goodput_ratio{%s} %.4f\n", id, m->goodput);
+		pm_textbuf_put(&o, "procmgr_goodput_ratio{%s} %.4f\n", id, m->goodput);
 		head(&o, "useful_seconds", "gauge",
 		     "Useful training time: distinct steps done x the median step time.");
-		put(&o, "procmgr_useful_seconds{%s} %.3f\n", id, m->gp_useful_s);
+		pm_textbuf_put(&o, "procmgr_useful_seconds{%s} %.3f\n", id, m->gp_useful_s);
 	}
 	for (i = 0, r = 0; i < PM_GP_NPHASES; i++) {
 		if (m->gp_lost_s[i] < 0)
@@ -307,7 +286,7 @@ int pm_metrics_format(const struct pm_metrics *m, char *buf, size_t len)
 			head(&o, "lost_seconds_total", "counter",
 			     "Seconds the step's incidents lost, by phase (detect, stop, start, "
 			     "reinit, recompute, slowdown).");
-		put(&o, "procmgr_lost_seconds_total{%s,phase=\"%s\"} %.3f\n", id,
+		pm_textbuf_put(&o, "procmgr_lost_seconds_total{%s,phase=\"%s\"} %.3f\n", id,
 		    pm_gp_phase_name((enum pm_gp_phase)i), m->gp_lost_s[i]);
 	}
 	return o.full ? -1 : 0;
