@@ -125,7 +125,9 @@ int pm_gp_note(struct pm_gp_tl *tl, double t, const char *name, const char *fiel
 		e.t = w / 1000.0;
 	} else if (!strcmp(name, "generation_succeeded")) {
 		e.kind = PM_GP_SUCCEEDED;
-	} else if (!strcmp(name, "finish") || !strcmp(name, "give_up")) {
+	} else if (!strcmp(name, "finish") || !strcmp(name, "give_up") ||
+		   !strcmp(name, "stop_requested")) {
+		/* procmgr stop ends the step with no finish of its own */
 		e.kind = PM_GP_END;
 	} else if (!strcmp(name, "sweep")) {
 		e.kind = PM_GP_SWEEP;

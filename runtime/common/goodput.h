@@ -14,8 +14,8 @@
  * lines a second.
  *
  * Definitions (docs/user-guide.md, "Goodput", says the same for users):
- * - wall: from `launch` (generation 0 started) to the step's end (`finish`
- *   or `give_up`), or to now while it runs.
+ * - wall: from `launch` (generation 0 started) to the step's end (`finish`,
+ *   `give_up` or `stop_requested`), or to now while it runs.
  * - steady step time (tau): the median time per step over every interval
  *   between two beats of one generation, each interval weighted by its
  *   steps (a median: the slow steps after a restart, a checkpoint's, do

@@ -77,9 +77,24 @@ void pm_step_goodput_beat(struct pm_step *s, int lrank, const struct pm_msg *m)
 /* The figures now; 0, or -1 when goodput is off (out of memory). */
 static int figures(struct pm_step *s, struct pm_gp_result *r)
 {
-	if (!s->gp || s->gp->failed)
+	struct pm_gp_live *g = s->gp;
+	size_t n;
+	int rc;
+
+	if (!g || g->failed)
 		return -1;
-	return pm_gp_compute(&s->gp->tl, pm_wall_s(), r);
+	/* The newest beat, not written yet, counts now (the log has it
+	 * before the next event, or the next sample). */
+	n = g->tl.n;
+	if (g->pending) {
+		char f[128];
+		snprintf(f, sizeof(f), "\"gen\":%u,\"train_step\":%llu,\"beat_ms\":%llu", g->gen,
+			 (unsigned long long)g->p_step, (unsigned long long)g->p_at);
+		(void)pm_gp_note(&g->tl, 0, "progress", f);
+	}
+	rc = pm_gp_compute(&g->tl, pm_wall_s(), r);
+	g->tl.n = n;
+	return rc;
 }
 
 static void to_metrics(struct pm_step *s, const struct pm_gp_result *r)
@@ -98,7 +113,8 @@ void pm_step_goodput_event(struct pm_step *s, const char *name, const char *fiel
 {
 	struct pm_gp_live *g;
 	struct pm_gp_result r;
-	bool end = !strcmp(name, "finish") || !strcmp(name, "give_up");
+	bool end = !strcmp(name, "finish") || !strcmp(name, "give_up") ||
+		   !strcmp(name, "stop_requested");
 
 	if (!s->gen.root || !(g = live(s)))
 		return;

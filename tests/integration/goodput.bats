@@ -81,3 +81,29 @@ print(sys.argv[2], "->", ok); sys.exit(0 if ok else 1)' "$W/gp.json" "$1"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'12x' is not JOBID or JOBID.STEP"* ]]
 }
+
+@test "goodput: procmgr status shows it while the step runs (a shell loop heartbeating its steps)" {
+	before=$(last_job)
+	timeout 90 srun -N2 -n2 --procmgr bash -c 'for i in $(seq 0 2000); do
+		[ "$RANK" != 0 ] || echo "$i" >"$PROCMGR_HEARTBEAT"; sleep 0.05; done' \
+		>"$W/out" 2>&1 &
+	pid=$!
+	has_progress() {
+		job=$(last_job)
+		[ "$job" != "$before" ] && grep -q '"event":"progress"' "$STATE/$job/0.events.jsonl" 2>/dev/null
+	}
+	wait_until 60 has_progress
+	# Two samples a second apart at least: a step time, so a figure.
+	known() { "$PROCMGR" status "$job" --json >"$W/st.json" && grep -q '"goodput":{"known":true' "$W/st.json"; }
+	wait_until 30 known
+	cat "$W/st.json"
+	"$PY" -c 'import json, sys; g = json.load(open(sys.argv[1]))["summary"]["goodput"];
+assert not g["ended"] and 0 < g["goodput"] <= 1 and g["steps"] > 0 and g["incidents"] == 0, g' "$W/st.json"
+	run "$PROCMGR" status "$job"
+	echo "$output"
+	[[ "$output" == *$'\n'"goodput "*"% (useful "*" s wall: "*" steps at "* ]]
+	"$PROCMGR" stop "$job"
+	wait "$pid"
+	cat "$W/out"
+	grep -q '^procmgr: goodput [0-9.]*% ' "$W/out"
+}

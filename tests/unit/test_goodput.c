@@ -312,6 +312,12 @@ static void test_live(void **state)
 	NEAR(r.end, 0.2); /* step 24 under way */
 	phases(&r.inc[0], 0, 0.1, 2.5, 2.0, 0.2, 0);
 	partition();
+	pm_gp_result_free(&r);
+	/* procmgr stop ends it (no finish follows) */
+	ev(119.5, "stop_requested", "\"gen\":1,\"by\":\"root\"");
+	assert_int_equal(pm_gp_compute(&tl, 999, &r), 0);
+	assert_true(r.ended);
+	NEAR(r.wall, 19.5);
 }
 
 /* The status answer's line: everything procmgr status shows, both ways. */
