@@ -183,7 +183,10 @@ static void conn_io(struct pm_loop *l, struct pm_watch *w, uint32_t ev)
 				continue;
 			c->on_msg(c, &m);
 			if (c->dead) { /* dropped by on_msg: closed here, once */
-				c->on_close(c, c->drop_why[0] ? c->drop_why : NULL);
+				/* A copy: on_close may free c and then say why. */
+				char why[sizeof(c->drop_why)];
+				memcpy(why, c->drop_why, sizeof(why));
+				c->on_close(c, why[0] ? why : NULL);
 				return;
 			}
 		}

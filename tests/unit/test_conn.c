@@ -53,10 +53,12 @@ static void on_close(struct pm_conn *c, const char *why)
 	struct rx *r = c->w.arg;
 
 	r->closed++;
-	r->why_null = why == NULL;
-	snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
+	/* Freed first, why read after, as tree_link.c's parent_closed does:
+	 * why must outlive the connection (ASan sees it if not). */
 	if (r->free_on_close)
 		pm_conn_free(c);
+	r->why_null = why == NULL;
+	snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
 }
 
 static bool got(void *arg)
@@ -278,6 +280,26 @@ static void test_drop_from_on_msg(void **state)
 	close(sv[0]);
 }
 
+/* Dropped from on_msg, freed by on_close before it reads why. */
+static void test_drop_then_free(void **state)
+{
+	struct rx rb = { .drop_at = 1, .free_on_close = true };
+	struct pm_msg m;
+	uint8_t frame[64];
+	int sv[2], n;
+	(void)state;
+
+	pair(sv);
+	assert_non_null(pm_conn_new(&loop, sv[1], on_msg, on_close, &rb));
+	pm_msg_init(&m, PM_MSG_STOP);
+	n = pm_msg_encode(&m, frame, sizeof(frame));
+	assert_int_equal(write(sv[0], frame, (size_t)n), n);
+	assert_true(pm_pump(&loop, got, &rb, 5000));
+	assert_int_equal(rb.closed, 1);
+	assert_string_equal(rb.why, "dropped by the test at 1");
+	close(sv[0]);
+}
+
 static void test_fail_from_outside(void **state)
 {
 	struct rx rb = { 0 };
@@ -413,6 +435,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversize_frame_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drop_from_on_msg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drop_then_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_from_outside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_to_closed_peer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_fails_later, setup, teardown),
