@@ -68,8 +68,12 @@ d = json.loads(sys.argv[1])
 assert set(d) == {"job", "step", "summary", "ranks", "nodes"}, d.keys()
 # state_bytes: the ranks' state procmgrd holds (the state store's limit is on by default)
 assert set(d["summary"]) == {"text", "nodes", "nodes_answering", "ranks", "running", "done",
-                             "failed", "other", "gen_min", "gen_max", "state_bytes"}, d["summary"]
+                             "failed", "other", "gen_min", "gen_max", "state_bytes",
+                             "goodput"}, d["summary"]
 assert d["summary"]["state_bytes"] == 0
+# goodput: these ranks heartbeat no step, so it cannot be known, and says why
+g = d["summary"]["goodput"]
+assert g["known"] is False and g["why_unknown"] and g["goodput"] is None, g
 assert d["summary"]["ranks"] == 8 and d["summary"]["running"] == 8
 assert d["summary"]["nodes"] == 4 and d["summary"]["nodes_answering"] == 4
 assert [r["rank"] for r in d["ranks"]] == list(range(8))
