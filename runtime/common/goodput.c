@@ -17,27 +17,10 @@ const char *pm_gp_phase_name(enum pm_gp_phase p)
 
 /* ---- the timeline, from the events' JSON members ---- */
 
-/* Where key's value starts in our own events' members (after the colon and
- * any quote), NULL if absent. Strings in them are escaped, so a quoted
- * key inside a message ("\"gen\":") never matches. */
-static const char *field(const char *fields, const char *key, bool *quoted)
-{
-	char pat[48];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(fields, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	*quoted = *p == '"';
-	return *quoted ? p + 1 : p;
-}
-
 static bool num(const char *fields, const char *key, double *v)
 {
 	bool q;
-	const char *p = field(fields, key, &q);
+	const char *p = pm_event_field(fields, key, &q);
 	char *end;
 
 	if (!p || q)
@@ -49,7 +32,7 @@ static bool num(const char *fields, const char *key, double *v)
 static bool is(const char *fields, const char *key, const char *prefix)
 {
 	bool q;
-	const char *p = field(fields, key, &q);
+	const char *p = pm_event_field(fields, key, &q);
 	return p && q && !strncmp(p, prefix, strlen(prefix));
 }
 
@@ -79,10 +62,10 @@ int pm_gp_note(struct pm_gp_tl *tl, double t, const char *name, const char *fiel
 	if (!strcmp(name, "launch")) {
 		e.kind = PM_GP_LAUNCH;
 	} else if (!strcmp(name, "rank_failed")) {
-		if (field(fields, "ignored", &q))
+		if (pm_event_field(fields, "ignored", &q))
 			return 0; /* its generation was already stopping */
 		e.kind = PM_GP_FAIL;
-		if (field(fields, "hung", &q)) {
+		if (pm_event_field(fields, "hung", &q)) {
 			snprintf(e.cause, sizeof(e.cause), "hang");
 			if (num(fields, "last_heartbeat_ms", &v))
 				e.at = v / 1000.0;

@@ -102,3 +102,17 @@ void pm_textbuf_put(struct pm_textbuf *o, const char *fmt, ...)
 	else
 		o->off += (size_t)n;
 }
+
+const char *pm_event_field(const char *fields, const char *key, bool *quoted)
+{
+	char pat[48];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(fields, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	*quoted = *p == '"';
+	return *quoted ? p + 1 : p;
+}

@@ -28,6 +28,12 @@ void pm_fmt_seconds(unsigned ms, char *buf, size_t len);
 #define PM_Q(s) (int)(strlen(s) > PM_QMAX ? PM_QMAX : strlen(s)), (s), \
 	(strlen(s) > PM_QMAX ? "..." : "")
 
+/* Where member key's value starts in procmgr's own events' JSON members
+ * (after the colon and any opening quote; *quoted says which), NULL if
+ * absent. Strings in them are escaped, so a quoted key inside a message
+ * ("\"gen\":") never matches: the first match is the member. */
+const char *pm_event_field(const char *fields, const char *key, bool *quoted);
+
 /* A text built piece by piece into a caller's buffer: once a piece does not
  * fit, full is set and nothing more is added (the caller says the text is
  * cut, or drops it). */

@@ -27,27 +27,10 @@ void pm_metrics_init(struct pm_metrics *m, uint32_t job, uint32_t step)
 		m->gp_lost_s[j] = -1;
 }
 
-/* The value of member key in our own events' fields: where it starts
- * (after the colon and any quote), NULL if absent. Our events never
- * hold an unescaped quote inside a string, so the first match is it. */
-static const char *field(const char *fields, const char *key, bool *quoted)
-{
-	char pat[48];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(fields, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	*quoted = *p == '"';
-	return *quoted ? p + 1 : p;
-}
-
 static double field_ms(const char *fields, const char *key, bool *have)
 {
 	bool q;
-	const char *v = field(fields, key, &q);
+	const char *v = pm_event_field(fields, key, &q);
 
 	*have = v && !q;
 	return *have ? strtod(v, NULL) / 1000.0 : 0;
@@ -56,14 +39,14 @@ static double field_ms(const char *fields, const char *key, bool *have)
 static long field_int(const char *fields, const char *key, long dflt)
 {
 	bool q;
-	const char *v = field(fields, key, &q);
+	const char *v = pm_event_field(fields, key, &q);
 	return v && !q ? strtol(v, NULL, 10) : dflt;
 }
 
 static bool field_is(const char *fields, const char *key, const char *prefix)
 {
 	bool q;
-	const char *v = field(fields, key, &q);
+	const char *v = pm_event_field(fields, key, &q);
 	return v && !strncmp(v, prefix, strlen(prefix));
 }
 
@@ -72,7 +55,7 @@ static void health_check(struct pm_metrics *m, const char *fields)
 {
 	char name[32];
 	bool q;
-	const char *v = field(fields, "check", &q);
+	const char *v = pm_event_field(fields, "check", &q);
 	size_t n = 0;
 	int i;
 
@@ -117,9 +100,9 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 		m->ranks = (int)field_int(fields, "ranks", 0);
 	} else if (!strcmp(name, "rank_failed")) {
 		bool q;
-		if (field(fields, "ignored", &q))
+		if (pm_event_field(fields, "ignored", &q))
 			return; /* a generation already being stopped */
-		if (field(fields, "hung", &q))
+		if (pm_event_field(fields, "hung", &q))
 			m->last_reason = PM_MR_HANG; /* counted once, at the hang's decision */
 		else if (field_is(fields, "status", "lost"))
 			failed(m, PM_MR_LOST);
@@ -139,7 +122,7 @@ void pm_metrics_note(struct pm_metrics *m, const char *name, const char *fields)
 	} else if (!strcmp(name, "slow")) {
 		bool q;
 		m->slow_total++;
-		if (field(fields, "evicted", &q)) {
+		if (pm_event_field(fields, "evicted", &q)) {
 			/* Treated as lost: its replacement's restart says so. */
 			m->slow_evicted++;
 			m->last_reason = PM_MR_LOST;
