@@ -34,26 +34,6 @@ static void help(FILE *f)
 		"  --json           one JSON object (fields in procmgr(1))\n");
 }
 
-static int parse_spec(const char *spec, unsigned *job, unsigned *step)
-{
-	unsigned long j, s = 0;
-	char *end;
-
-	errno = 0;
-	j = strtoul(spec, &end, 10);
-	if (end == spec || errno || j > 0xffffffffUL || (*end && *end != '.') || *spec == '-')
-		return -1;
-	if (*end == '.') {
-		const char *p = end + 1;
-		s = strtoul(p, &end, 10);
-		if (end == p || *end || errno || s > 0xffffffffUL || *p == '-')
-			return -1;
-	}
-	*job = (unsigned)j;
-	*step = (unsigned)s;
-	return 0;
-}
-
 int pm_cmd_goodput(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -92,7 +72,7 @@ int pm_cmd_goodput(int argc, char **argv)
 			"say which step: JOBID[.STEP] or --events FILE");
 		return 2;
 	}
-	if (spec && parse_spec(spec, &job, &step)) {
+	if (spec && pm_evlog_parse_id(spec, &job, &step)) {
 		fprintf(stderr, "procmgr goodput: '%s' is not JOBID or JOBID.STEP\n", spec);
 		return 2;
 	}

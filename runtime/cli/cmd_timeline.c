@@ -34,26 +34,16 @@ static void help(FILE *f)
  * shared by the nodes), read as procmgr events reads it (evlog.h). */
 static FILE *open_step_events(const char *spec, const char *state_dir, char *path, size_t len)
 {
-	char dir[PATH_MAX], *end;
-	unsigned long job, step = 0;
+	char dir[PATH_MAX];
+	unsigned job, step;
 	FILE *f;
 
-	errno = 0;
-	job = strtoul(spec, &end, 10);
-	if (end == spec || errno || job > 0xffffffffUL || (*end && *end != '.')) {
+	if (pm_evlog_parse_id(spec, &job, &step)) {
 		fprintf(stderr, "procmgr timeline: '%s' is not JOBID or JOBID.STEP\n", spec);
 		return NULL;
 	}
-	if (*end == '.') {
-		const char *s = end + 1;
-		step = strtoul(s, &end, 10);
-		if (end == s || *end || errno || step > 0xffffffffUL) {
-			fprintf(stderr, "procmgr timeline: '%s' is not JOBID or JOBID.STEP\n", spec);
-			return NULL;
-		}
-	}
 	pm_evlog_state_dir(state_dir, dir, sizeof(dir));
-	f = pm_evlog_open(dir, (unsigned)job, (unsigned)step, path, len);
+	f = pm_evlog_open(dir, job, step, path, len);
 	if (!f && !path[0])
 		fprintf(stderr, "procmgr timeline: state_dir %s is too long\n", dir);
 	return f;

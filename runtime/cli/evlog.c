@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,4 +129,24 @@ void pm_evlog_where(unsigned job, const char *path, char *out, size_t len)
 		 "nodes), until the job ends: run this there, as the job's user or root", path,
 		 names[0], job);
 	pm_hostlist_free(names, n);
+}
+
+int pm_evlog_parse_id(const char *spec, unsigned *job, unsigned *step)
+{
+	unsigned long j, s = 0;
+	char *end;
+
+	errno = 0;
+	j = strtoul(spec, &end, 10);
+	if (end == spec || errno || j > 0xffffffffUL || (*end && *end != '.') || *spec == '-')
+		return -1;
+	if (*end == '.') {
+		const char *p = end + 1;
+		s = strtoul(p, &end, 10);
+		if (end == p || *end || errno || s > 0xffffffffUL || *p == '-')
+			return -1;
+	}
+	*job = (unsigned)j;
+	*step = (unsigned)s;
+	return 0;
 }

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* JOBID or JOBID.STEP (step 0 if left out) as the log's readers take it;
+ * -1 for anything else (a sign included). */
+int pm_evlog_parse_id(const char *spec, unsigned *job, unsigned *step);
 /* given if not NULL, else plugstack.conf's state_dir, else the default. */
 void pm_evlog_state_dir(const char *given, char *dir, size_t len);
 /* The log, opened following no link and never blocking (a FIFO), a regular
